@@ -1,0 +1,1 @@
+export { startServer, type StartOptions, type WharfServer } from './server.ts';

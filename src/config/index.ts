@@ -1,0 +1,2 @@
+export { loadConfig, ConfigError, type LoadSources } from './load.ts';
+export { SETTINGS, type Config, type SettingSpec } from './schema.ts';

@@ -1,0 +1,113 @@
+/**
+ * Jobs: states, policy bounds and the pure rules of the job lifecycle (DESIGN.md §3 "Job lifecycle").
+ * Storage is elsewhere; this file decides, it never does I/O.
+ */
+
+export const JOB_STATUSES = ['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+export type TerminalStatus = 'COMPLETED' | 'FAILED' | 'CANCELLED' | 'TIMED_OUT';
+
+export function isTerminal(status: JobStatus): status is TerminalStatus {
+  return status !== 'IN_QUEUE' && status !== 'IN_PROGRESS';
+}
+
+/** Only FAILED and TIMED_OUT jobs go back to the queue through /retry (interface §3.1). */
+export function isRetryable(status: JobStatus): boolean {
+  return status === 'FAILED' || status === 'TIMED_OUT';
+}
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const DAY = 24 * 60 * MINUTE;
+
+/** Bounds and defaults of interface §2.3 and §8.1. */
+export const POLICY = {
+  executionTimeoutMs: { default: 10 * MINUTE, min: 5 * SECOND, max: 7 * DAY },
+  ttlMs: { default: DAY, min: 10 * SECOND, max: 7 * DAY },
+  runsyncWaitMs: { default: 90 * SECOND, min: 1 * SECOND, max: 300 * SECOND },
+} as const;
+
+/** How long results are kept after a job reaches a final state (interface §8.1), separate from ttl. */
+export const RETENTION = {
+  async: 30 * MINUTE,
+  sync: 1 * MINUTE,
+  syncWithWait: 5 * MINUTE,
+} as const;
+
+export const LIMITS = {
+  runBodyBytes: 10 * 1024 * 1024,
+  runsyncBodyBytes: 20 * 1024 * 1024,
+  streamChunkBytes: 1024 * 1024,
+} as const;
+
+export interface JobPolicy {
+  executionTimeoutMs: number;
+  lowPriority: boolean;
+  ttlMs: number;
+}
+
+export type SubmitMode = 'async' | 'sync';
+
+/** The job as stored. JSON payloads stay serialised text: they are passed through, rarely inspected. */
+export interface Job {
+  id: string;
+  endpointId: string;
+  status: JobStatus;
+  /** The submission's `input` as JSON text. */
+  inputJson: string;
+  webhook: string | null;
+  policy: JobPolicy;
+  /** Whether `policy` was given by the submitter (it is then passed to the worker as given). */
+  policyGiven: boolean;
+  s3ConfigJson: string | null;
+  mode: SubmitMode;
+  /** Retention after completion, decided at submission. */
+  retentionMs: number;
+  createdAt: number;
+  /** Submission or retry time: the start of the current `delayTime`. */
+  queuedAt: number;
+  /** When the current attempt was handed to a worker. */
+  startedAt: number | null;
+  completedAt: number | null;
+  /** createdAt + ttl: the job is deleted at this moment whatever its state. */
+  expiresAt: number;
+  /** Number of hand-outs so far; the current attempt's number while IN_PROGRESS. */
+  attempt: number;
+  /** Times the job went back to the queue after a lost worker (shown as `retries`, counted in health). */
+  retries: number;
+  workerId: string | null;
+  /** Final output, or the latest progress value while IN_PROGRESS. JSON text. */
+  outputJson: string | null;
+  /** The worker's `error` (any JSON) as JSON text. */
+  errorJson: string | null;
+}
+
+/** delayTime and executionTime in ms, as /status and /runsync report them. */
+export function jobTimes(job: Job, now: number): { delayTime?: number; executionTime?: number } {
+  if (job.startedAt === null) return {};
+  const delayTime = Math.max(0, job.startedAt - job.queuedAt);
+  const end = job.completedAt ?? now;
+  return { delayTime, executionTime: Math.max(0, end - job.startedAt) };
+}
+
+/** When results of a finished job are deleted: never later than the job's ttl. */
+export function resultsExpireAt(job: Pick<Job, 'retentionMs' | 'expiresAt'>, completedAt: number): number {
+  return Math.min(completedAt + job.retentionMs, job.expiresAt);
+}
+
+/** The deadline of the current attempt: execution timeout, capped by the job's ttl (interface §2.3 rule 4). */
+export function executionDeadline(job: Pick<Job, 'startedAt' | 'policy' | 'expiresAt'>): number | null {
+  if (job.startedAt === null) return null;
+  return job.startedAt + job.policy.executionTimeoutMs;
+}
+
+/** Why a job disappeared, so /status can tell an expired job from a wrong id. */
+export type TombstoneReason = 'TTL_EXPIRED' | 'RESULTS_EXPIRED';
+
+/** What the worker posted as its final result, already classified. */
+export interface WorkerResult {
+  status: 'COMPLETED' | 'FAILED';
+  outputJson: string | null;
+  errorJson: string | null;
+  stopPod: boolean;
+}

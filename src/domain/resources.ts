@@ -1,0 +1,177 @@
+/**
+ * Account resources: users, API keys, templates and endpoints, with the REST v1 defaults
+ * (spec/rest-v1.openapi.json). Pure data and rules; the store persists them as documents.
+ */
+
+export type KeyScope = 'all' | 'read' | 'restricted';
+
+export interface User {
+  id: string;
+  name: string;
+  isAdmin: boolean;
+  createdAt: number;
+}
+
+export interface ApiKey {
+  id: string;
+  userId: string;
+  /** SHA-256 of the key, hex. The key itself is shown once and never stored. */
+  hash: string;
+  /** First characters of the key, for listings. */
+  prefix: string;
+  name: string;
+  scope: KeyScope;
+  /** For `restricted` keys: the endpoints whose queue operations the key may call. */
+  endpointIds: string[];
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+export type ScalerType = 'QUEUE_DELAY' | 'REQUEST_COUNT';
+export type ComputeType = 'GPU' | 'CPU';
+export type EndpointType = 'QB' | 'LB';
+
+export const DATA_CENTER_IDS = [
+  'EU-RO-1',
+  'CA-MTL-1',
+  'EU-SE-1',
+  'US-IL-1',
+  'EUR-IS-1',
+  'EU-CZ-1',
+  'US-TX-3',
+  'EUR-IS-2',
+  'US-KS-2',
+  'US-GA-2',
+  'US-WA-1',
+  'US-TX-1',
+  'CA-MTL-3',
+  'EU-NL-1',
+  'US-TX-4',
+  'US-CA-2',
+  'US-NC-1',
+  'OC-AU-1',
+  'US-DE-1',
+  'EUR-IS-3',
+  'CA-MTL-2',
+  'AP-JP-1',
+  'EUR-NO-1',
+  'EU-FR-1',
+  'US-KS-3',
+  'US-GA-1',
+] as const;
+
+export interface Endpoint {
+  id: string;
+  userId: string;
+  name: string;
+  templateId: string;
+  type: EndpointType;
+  computeType: ComputeType;
+  /** GPU types in priority order (REST form). */
+  gpuTypeIds: string[];
+  /** GPU pools / types as the GraphQL `gpuIds` string (`AMPERE_16,-NVIDIA RTX A4500`). */
+  gpuIds: string;
+  gpuCount: number;
+  cpuFlavorIds: string[];
+  vcpuCount: number;
+  instanceIds: string[];
+  dataCenterIds: string[];
+  allowedCudaVersions: string[];
+  minCudaVersion: string | null;
+  /** Default execution timeout of the endpoint's jobs; a job's policy.executionTimeout overrides it. */
+  executionTimeoutMs: number;
+  flashboot: boolean;
+  idleTimeout: number;
+  networkVolumeId: string | null;
+  networkVolumeIds: string[];
+  scalerType: ScalerType;
+  scalerValue: number;
+  workersMin: number;
+  workersMax: number;
+  env: Record<string, string>;
+  /** Bumped when the template or env change: workers of an older version are rolled. */
+  version: number;
+  createdAt: number;
+}
+
+export type EndpointInput = Partial<Omit<Endpoint, 'id' | 'userId' | 'version' | 'createdAt'>> & { templateId: string };
+
+export const ENDPOINT_DEFAULTS = {
+  name: '',
+  type: 'QB',
+  computeType: 'GPU',
+  gpuTypeIds: [],
+  gpuIds: '',
+  gpuCount: 1,
+  cpuFlavorIds: [],
+  vcpuCount: 2,
+  instanceIds: [],
+  dataCenterIds: [...DATA_CENTER_IDS],
+  allowedCudaVersions: [],
+  minCudaVersion: null,
+  executionTimeoutMs: 600_000,
+  flashboot: false,
+  idleTimeout: 5,
+  networkVolumeId: null,
+  networkVolumeIds: [],
+  scalerType: 'QUEUE_DELAY',
+  scalerValue: 4,
+  workersMin: 0,
+  workersMax: 3,
+  env: {},
+} as const satisfies Omit<Endpoint, 'id' | 'userId' | 'templateId' | 'version' | 'createdAt'>;
+
+export interface Template {
+  id: string;
+  userId: string;
+  name: string;
+  imageName: string;
+  category: 'NVIDIA' | 'AMD' | 'CPU';
+  containerDiskInGb: number;
+  containerRegistryAuthId: string | null;
+  dockerEntrypoint: string[];
+  dockerStartCmd: string[];
+  env: Record<string, string>;
+  isPublic: boolean;
+  isServerless: boolean;
+  ports: string[];
+  readme: string;
+  volumeInGb: number;
+  volumeMountPath: string;
+  createdAt: number;
+}
+
+export type TemplateInput = Partial<Omit<Template, 'id' | 'userId' | 'createdAt'>> & {
+  name: string;
+  imageName: string;
+};
+
+export const TEMPLATE_DEFAULTS = {
+  category: 'NVIDIA',
+  containerDiskInGb: 50,
+  containerRegistryAuthId: null,
+  dockerEntrypoint: [],
+  dockerStartCmd: [],
+  env: {},
+  isPublic: false,
+  isServerless: false,
+  ports: [],
+  readme: '',
+  volumeInGb: 20,
+  volumeMountPath: '/workspace',
+} as const satisfies Omit<Template, 'id' | 'userId' | 'name' | 'imageName' | 'createdAt'>;
+
+/** Fields whose change makes running workers outdated (they are rolled). */
+export function endpointVersionChanged(before: Endpoint, after: Endpoint): boolean {
+  return before.templateId !== after.templateId || JSON.stringify(before.env) !== JSON.stringify(after.env);
+}
+
+/** Validation rules the schema cannot express. Returns the offending field and why, or null. */
+export function checkEndpointRules(
+  e: Pick<Endpoint, 'workersMin' | 'workersMax'>,
+): { field: string; reason: string } | null {
+  if (e.workersMin > e.workersMax) {
+    return { field: 'workersMin', reason: `workersMin (${e.workersMin}) must not exceed workersMax (${e.workersMax})` };
+  }
+  return null;
+}

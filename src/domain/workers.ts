@@ -1,0 +1,23 @@
+/** Workers as the server sees them: a lease kept alive by the worker's requests (pings, takes, results). */
+
+export type WorkerState = 'initializing' | 'idle' | 'running' | 'throttled' | 'unhealthy';
+
+export interface WorkerRecord {
+  id: string;
+  endpointId: string;
+  /** SHA-256 of the worker's own key (RUNPOD_AI_API_KEY), null for workers that use their owner's API key. */
+  keyHash: string | null;
+  /** Endpoint version the worker was started with; external workers take the current one. */
+  version: number;
+  /** Whether Wharf's supervisor started it (and so may stop it). */
+  managed: boolean;
+  state: WorkerState;
+  /** Machine-readable reason for the state (`crash-loop`, `fitness-check-failed`, …). */
+  reason: string | null;
+  gpuTypeId: string | null;
+  gpuCount: number;
+  createdAt: number;
+  lastSeenAt: number;
+  /** The worker asked to be recycled (stopPod), or was retired: it gets no more jobs. */
+  retired: boolean;
+}

@@ -1,0 +1,128 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { alnumId, newUserId, type ApiKey, type KeyScope, type User, type WorkerRecord } from '../domain/index.ts';
+import type { Store } from '../store/index.ts';
+
+export type Principal =
+  { kind: 'user'; user: User; key: ApiKey } | { kind: 'worker'; worker: WorkerRecord; userId: string };
+
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+/** API keys look like `wharf_<40 random base62-ish chars>`; worker keys `wharfw_…`. Shown once, stored hashed. */
+export function generateKey(prefix = 'wharf'): string {
+  return `${prefix}_${randomBytes(30).toString('base64url')}`;
+}
+
+/** How long a resolved key is trusted without a store read. Revocation clears the cache at once on this node. */
+const CACHE_MS = 5000;
+
+/** Users and API keys: bootstrap of the admin, issuing, resolving and revoking keys. */
+export class Accounts {
+  private readonly store: Store;
+  private readonly cache = new Map<string, { principal: Principal | null; at: number }>();
+
+  constructor(store: Store) {
+    this.store = store;
+  }
+
+  /**
+   * Make sure the admin user exists and `adminKey` (when given) is one of its keys. Returns the admin user and, when
+   * a key had to be generated, the new key (to be printed once and written to the data directory).
+   */
+  async bootstrapAdmin(adminKey: string | null): Promise<{ admin: User; generatedKey: string | null }> {
+    const users = await this.store.listUsers();
+    let admin = users.find((u) => u.isAdmin);
+    if (!admin) {
+      admin = { id: newUserId(), name: 'admin', isAdmin: true, createdAt: Date.now() };
+      await this.store.createUser(admin);
+    }
+    if (adminKey) {
+      const existing = await this.store.findApiKeyByHash(hashKey(adminKey));
+      if (!existing) await this.addKey(admin.id, adminKey, 'admin (WHARF_ADMIN_KEY)', 'all', []);
+      return { admin, generatedKey: null };
+    }
+    const keys = await this.store.listApiKeys(admin.id);
+    if (keys.some((k) => k.revokedAt === null)) return { admin, generatedKey: null };
+    const key = generateKey();
+    await this.addKey(admin.id, key, 'admin (generated)', 'all', []);
+    return { admin, generatedKey: key };
+  }
+
+  async createUser(name: string): Promise<User> {
+    const user: User = { id: newUserId(), name, isAdmin: false, createdAt: Date.now() };
+    await this.store.createUser(user);
+    return user;
+  }
+
+  /** Issue a new key; returns the key text (shown once) and its record. */
+  async createKey(
+    userId: string,
+    name: string,
+    scope: KeyScope,
+    endpointIds: string[] = [],
+  ): Promise<{ key: string; record: ApiKey }> {
+    const key = generateKey();
+    const record = await this.addKey(userId, key, name, scope, endpointIds);
+    return { key, record };
+  }
+
+  private async addKey(
+    userId: string,
+    key: string,
+    name: string,
+    scope: KeyScope,
+    endpointIds: string[],
+  ): Promise<ApiKey> {
+    const record: ApiKey = {
+      id: alnumId(12),
+      userId,
+      hash: hashKey(key),
+      prefix: key.slice(0, 10),
+      name,
+      scope,
+      endpointIds,
+      createdAt: Date.now(),
+      revokedAt: null,
+    };
+    await this.store.createApiKey(record);
+    return record;
+  }
+
+  async revokeKey(userId: string, keyId: string): Promise<boolean> {
+    const ok = await this.store.revokeApiKey(userId, keyId, Date.now());
+    this.cache.clear();
+    return ok;
+  }
+
+  /** Who is behind a key: a user's API key or a worker's own key. Null when unknown or revoked. */
+  async resolve(key: string): Promise<Principal | null> {
+    const hash = hashKey(key);
+    const now = Date.now();
+    const cached = this.cache.get(hash);
+    if (cached && now - cached.at < CACHE_MS) return cached.principal;
+    const principal = await this.lookup(hash);
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(hash, { principal, at: now });
+    return principal;
+  }
+
+  private async lookup(hash: string): Promise<Principal | null> {
+    const apiKey = await this.store.findApiKeyByHash(hash);
+    if (apiKey) {
+      // The hash index found it; compare again in constant time so a lookup side channel reveals nothing.
+      if (!timingSafeEqual(Buffer.from(apiKey.hash), Buffer.from(hash)) || apiKey.revokedAt !== null) return null;
+      const user = await this.store.getUser(apiKey.userId);
+      return user ? { kind: 'user', user, key: apiKey } : null;
+    }
+    const worker = await this.store.findWorkerByKeyHash(hash);
+    if (!worker) return null;
+    const endpoint = await this.store.getEndpoint(null, worker.endpointId);
+    return endpoint ? { kind: 'worker', worker, userId: endpoint.userId } : null;
+  }
+
+  /** Forget cached resolutions (a worker was removed, a key revoked). */
+  invalidate(): void {
+    this.cache.clear();
+  }
+}

@@ -1,0 +1,228 @@
+import {
+  isTerminal,
+  newJobId,
+  POLICY,
+  RETENTION,
+  type Job,
+  type JobPolicy,
+  type SubmitMode,
+  type TerminalStatus,
+} from '../domain/index.ts';
+import { WharfError } from '../errors/index.ts';
+import type { JobCounts, Store, SweptJob } from '../store/index.ts';
+import { topics, type Bus } from './bus.ts';
+import type { Clock } from './clock.ts';
+
+export interface EngineOptions {
+  nodeId: string;
+  streamWaitMs: number;
+  statusSyncWaitMs: number;
+}
+
+export interface Submission {
+  input: unknown;
+  webhook?: string;
+  policy?: { executionTimeout?: number; lowPriority?: boolean; ttl?: number };
+  s3Config?: unknown;
+}
+
+/** Called once for every job that reaches a final state (webhooks, metrics). Must not throw. */
+export type TerminalListener = (job: Job) => void;
+
+/**
+ * The job lifecycle seen from clients: submit, wait, status, stream, cancel, retry, purge, health.
+ * Every change is one store operation; after it the engine wakes the long polls that care.
+ */
+export class JobEngine {
+  readonly store: Store;
+  readonly bus: Bus;
+  readonly clock: Clock;
+  private readonly opts: EngineOptions;
+  private readonly terminalListeners = new Set<TerminalListener>();
+
+  constructor(store: Store, bus: Bus, clock: Clock, opts: EngineOptions) {
+    this.store = store;
+    this.bus = bus;
+    this.clock = clock;
+    this.opts = opts;
+  }
+
+  onTerminal(listener: TerminalListener): () => void {
+    this.terminalListeners.add(listener);
+    return () => this.terminalListeners.delete(listener);
+  }
+
+  /** Tell waiters (and listeners, for final states) that a job changed. */
+  jobChanged(job: Job): void {
+    this.bus.publish(topics.job(job.id));
+    if (isTerminal(job.status)) {
+      for (const l of this.terminalListeners) {
+        try {
+          l(job);
+        } catch {
+          // A listener's bug must never break the job engine (STYLE.md habit 8).
+        }
+      }
+    }
+  }
+
+  /** Apply a sweep's results: wake status waiters, order workers to stop. */
+  announceSwept(swept: SweptJob[]): void {
+    for (const s of swept) {
+      this.jobChanged(s.job);
+      if (s.stopWorkerId) this.bus.publish(topics.stop(s.stopWorkerId));
+    }
+  }
+
+  resolvePolicy(endpointExecutionTimeoutMs: number, given: Submission['policy']): JobPolicy {
+    const fallbackTimeout = clamp(
+      endpointExecutionTimeoutMs > 0 ? endpointExecutionTimeoutMs : POLICY.executionTimeoutMs.default,
+      POLICY.executionTimeoutMs.min,
+      POLICY.executionTimeoutMs.max,
+    );
+    return {
+      executionTimeoutMs: given?.executionTimeout ?? fallbackTimeout,
+      lowPriority: given?.lowPriority ?? false,
+      ttlMs: given?.ttl ?? POLICY.ttlMs.default,
+    };
+  }
+
+  async submit(
+    endpoint: { id: string; executionTimeoutMs: number },
+    sub: Submission,
+    mode: SubmitMode,
+    waitGiven = false,
+  ): Promise<Job> {
+    const now = this.clock.now();
+    const job = await this.store.submitJob({
+      id: newJobId(this.opts.nodeId, mode === 'sync'),
+      endpointId: endpoint.id,
+      inputJson: JSON.stringify(sub.input),
+      webhook: sub.webhook ?? null,
+      policy: this.resolvePolicy(endpoint.executionTimeoutMs, sub.policy),
+      policyGiven: sub.policy !== undefined,
+      s3ConfigJson: sub.s3Config === undefined ? null : JSON.stringify(sub.s3Config),
+      mode,
+      retentionMs: mode === 'async' ? RETENTION.async : waitGiven ? RETENTION.syncWithWait : RETENTION.sync,
+      createdAt: now,
+    });
+    this.bus.publish(topics.queue(endpoint.id));
+    return job;
+  }
+
+  /** The job, or the right 404: expired (ttl), results expired (retention), or never existed. */
+  async getJob(endpointId: string, jobId: string): Promise<Job> {
+    const job = await this.store.getJob(endpointId, jobId);
+    if (job) return job;
+    throw await this.missingJobError(endpointId, jobId);
+  }
+
+  async missingJobError(endpointId: string, jobId: string): Promise<WharfError> {
+    const tomb = await this.store.getTombstone(endpointId, jobId);
+    if (tomb === 'TTL_EXPIRED') return new WharfError('JOB_EXPIRED', { jobId });
+    if (tomb === 'RESULTS_EXPIRED') return new WharfError('JOB_RESULTS_EXPIRED', { jobId });
+    return new WharfError('JOB_NOT_FOUND', { jobId });
+  }
+
+  /** Wait until the job is final or `waitMs` passed; returns the job as it is then. */
+  async waitForFinal(endpointId: string, jobId: string, waitMs: number, signal?: AbortSignal): Promise<Job> {
+    const deadline = this.clock.now() + waitMs;
+    for (;;) {
+      const waiter = this.bus.arm(topics.job(jobId), deadline - this.clock.now(), signal);
+      try {
+        const job = await this.getJob(endpointId, jobId);
+        if (isTerminal(job.status) || this.clock.now() >= deadline || signal?.aborted) return job;
+        if (!(await waiter.promise)) return await this.getJob(endpointId, jobId);
+      } finally {
+        waiter.dispose();
+      }
+    }
+  }
+
+  async statusSync(endpointId: string, jobId: string, waitMs: number | undefined, signal?: AbortSignal): Promise<Job> {
+    return this.waitForFinal(endpointId, jobId, waitMs ?? this.opts.statusSyncWaitMs, signal);
+  }
+
+  /** Chunks this consumer has not seen; long-polls while there are none and the job is still running. */
+  async stream(endpointId: string, jobId: string, consumer: string, waitMs: number | undefined, signal?: AbortSignal) {
+    const deadline = this.clock.now() + (waitMs ?? this.opts.streamWaitMs);
+    for (;;) {
+      const waiter = this.bus.arm(topics.job(jobId), deadline - this.clock.now(), signal);
+      try {
+        const job = await this.getJob(endpointId, jobId);
+        const read = await this.store.readChunks(endpointId, jobId, consumer);
+        if (read.chunks.length > 0 || isTerminal(job.status) || this.clock.now() >= deadline || signal?.aborted) {
+          // Re-read the status after the chunks: a job that finished in between reports its final state.
+          const latest = read.chunks.length > 0 ? ((await this.store.getJob(endpointId, jobId)) ?? job) : job;
+          return { status: latest.status, chunks: read.chunks };
+        }
+        if (!(await waiter.promise)) {
+          const again = await this.store.readChunks(endpointId, jobId, consumer);
+          const latest = await this.getJob(endpointId, jobId);
+          return { status: latest.status, chunks: again.chunks };
+        }
+      } finally {
+        waiter.dispose();
+      }
+    }
+  }
+
+  async cancel(endpointId: string, jobId: string): Promise<Job> {
+    const res = await this.store.cancelJob(endpointId, jobId, this.clock.now());
+    switch (res.outcome) {
+      case 'not_found':
+        throw await this.missingJobError(endpointId, jobId);
+      case 'final':
+        // Cancelling a finished job changes nothing; report its state (the SDKs expect 200 with a status).
+        return res.job;
+      case 'cancelled':
+        this.jobChanged(res.job);
+        if (res.stopWorkerId) this.bus.publish(topics.stop(res.stopWorkerId));
+        return res.job;
+      default: {
+        const unreachable: never = res;
+        return unreachable;
+      }
+    }
+  }
+
+  async retry(endpointId: string, jobId: string): Promise<Job> {
+    const res = await this.store.retryJob(endpointId, jobId, this.clock.now());
+    switch (res.outcome) {
+      case 'not_found':
+        throw await this.missingJobError(endpointId, jobId);
+      case 'not_retryable':
+        throw new WharfError('JOB_NOT_RETRYABLE', { jobId, status: res.job.status });
+      case 'queued':
+        this.jobChanged(res.job);
+        this.bus.publish(topics.queue(endpointId));
+        return res.job;
+      default: {
+        const unreachable: never = res;
+        return unreachable;
+      }
+    }
+  }
+
+  async purge(endpointId: string): Promise<number> {
+    return this.store.purgeQueue(endpointId, this.clock.now());
+  }
+
+  async setTtl(endpointId: string, jobId: string, ttlMs: number): Promise<Job> {
+    const job = await this.store.setJobTtl(endpointId, jobId, ttlMs);
+    if (!job) throw await this.missingJobError(endpointId, jobId);
+    return job;
+  }
+
+  async counts(endpointId: string): Promise<JobCounts> {
+    return this.store.jobCounts(endpointId);
+  }
+}
+
+export function isFinalStatus(status: string): status is TerminalStatus {
+  return status === 'COMPLETED' || status === 'FAILED' || status === 'CANCELLED' || status === 'TIMED_OUT';
+}
+
+function clamp(v: number, lo: number, hi: number): number {
+  return Math.min(hi, Math.max(lo, v));
+}

@@ -1,0 +1,10 @@
+export { Bus, topics, type Waiter } from './bus.ts';
+export { monotonicWallClock, type Clock } from './clock.ts';
+export { JobEngine, isFinalStatus, type EngineOptions, type Submission, type TerminalListener } from './engine.ts';
+export { Sweeper, type SweeperOptions } from './sweeper.ts';
+export { WorkerGateway, type PingReport, type WorkerGatewayOptions } from './workers.ts';
+export { statusBody, streamBody, workerJobBody } from './views.ts';
+export { classifyDone, streamChunks, parseWorkerJson } from './worker-posts.ts';
+export { Accounts, generateKey, hashKey, type Principal } from './accounts.ts';
+export { Resources, type EndpointChange, type ImageValidator } from './resources.ts';
+export { endpointHealth, type EndpointHealth } from './health.ts';

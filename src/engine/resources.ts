@@ -1,0 +1,195 @@
+import {
+  checkEndpointRules,
+  ENDPOINT_DEFAULTS,
+  endpointVersionChanged,
+  newEndpointId,
+  newTemplateId,
+  TEMPLATE_DEFAULTS,
+  type Endpoint,
+  type EndpointInput,
+  type Template,
+  type TemplateInput,
+} from '../domain/index.ts';
+import { WharfError } from '../errors/index.ts';
+import type { Store } from '../store/index.ts';
+
+/** Checks that a template's image can be run by the configured executor: null = fine, else the reason. */
+export type ImageValidator = (imageName: string) => string | null;
+
+export type EndpointChange = { kind: 'created' | 'updated' | 'deleted'; endpoint: Endpoint };
+
+/**
+ * Templates and endpoints: defaults, rules that cross resources (an endpoint's template must exist and be runnable,
+ * a template in use cannot be deleted), and the version bump that rolls workers.
+ */
+export class Resources {
+  private readonly store: Store;
+  private readonly validateImage: ImageValidator;
+  readonly onEndpointChange = new Set<(change: EndpointChange) => void>();
+
+  constructor(store: Store, validateImage: ImageValidator) {
+    this.store = store;
+    this.validateImage = validateImage;
+  }
+
+  private emit(change: EndpointChange): void {
+    for (const l of this.onEndpointChange) {
+      try {
+        l(change);
+      } catch {
+        // Listeners (the fleet) never break a management call.
+      }
+    }
+  }
+
+  private checkImage(imageName: string): void {
+    const problem = this.validateImage(imageName);
+    if (problem)
+      throw new WharfError(
+        'IMAGE_NOT_SUPPORTED',
+        { reason: problem },
+        { details: [{ field: 'imageName', message: problem }] },
+      );
+  }
+
+  async createTemplate(userId: string, input: TemplateInput): Promise<Template> {
+    const t: Template = {
+      ...TEMPLATE_DEFAULTS,
+      ...stripUndefined(input),
+      name: input.name,
+      imageName: input.imageName,
+      id: newTemplateId(),
+      userId,
+      createdAt: Date.now(),
+    };
+    if ((await this.store.listTemplates(userId)).some((x) => x.name === t.name)) {
+      throw new WharfError('NAME_TAKEN', { resource: 'template', name: t.name });
+    }
+    await this.store.createTemplate(t);
+    return t;
+  }
+
+  async getTemplate(userId: string, id: string): Promise<Template> {
+    const t = await this.store.getTemplate(userId, id);
+    if (!t) throw new WharfError('TEMPLATE_NOT_FOUND', { templateId: id });
+    return t;
+  }
+
+  listTemplates(userId: string): Promise<Template[]> {
+    return this.store.listTemplates(userId);
+  }
+
+  async updateTemplate(userId: string, id: string, patch: Partial<TemplateInput>): Promise<Template> {
+    const before = await this.getTemplate(userId, id);
+    const after: Template = { ...before, ...stripUndefined(patch) };
+    if (after.name !== before.name && (await this.store.listTemplates(userId)).some((x) => x.name === after.name)) {
+      throw new WharfError('NAME_TAKEN', { resource: 'template', name: after.name });
+    }
+    const users = await this.store.endpointsUsingTemplate(userId, id);
+    if (after.imageName !== before.imageName && users.length > 0) this.checkImage(after.imageName);
+    await this.store.updateTemplate(after);
+    // Workers run the template: a change rolls every endpoint that uses it.
+    if (JSON.stringify(before) !== JSON.stringify(after)) {
+      for (const endpointId of users) {
+        const e = await this.store.getEndpoint(userId, endpointId);
+        if (!e) continue;
+        const bumped = { ...e, version: e.version + 1 };
+        await this.store.updateEndpoint(bumped);
+        this.emit({ kind: 'updated', endpoint: bumped });
+      }
+    }
+    return after;
+  }
+
+  async deleteTemplate(userId: string, id: string): Promise<void> {
+    await this.getTemplate(userId, id);
+    const users = await this.store.endpointsUsingTemplate(userId, id);
+    if (users.length > 0) {
+      throw new WharfError('RESOURCE_IN_USE', {
+        resource: 'Template',
+        id,
+        reason: `used by endpoint(s) ${users.join(', ')}`,
+      });
+    }
+    await this.store.deleteTemplate(userId, id);
+  }
+
+  async createEndpoint(userId: string, input: EndpointInput): Promise<Endpoint> {
+    const template = await this.templateFor(userId, input.templateId);
+    this.checkImage(template.imageName);
+    const e: Endpoint = {
+      ...ENDPOINT_DEFAULTS,
+      dataCenterIds: [...ENDPOINT_DEFAULTS.dataCenterIds],
+      ...stripUndefined(input),
+      templateId: input.templateId,
+      id: newEndpointId(),
+      userId,
+      version: 1,
+      createdAt: Date.now(),
+    };
+    if (e.gpuIds === '' && e.gpuTypeIds.length > 0) e.gpuIds = e.gpuTypeIds.join(',');
+    checkRules(e);
+    await this.store.createEndpoint(e);
+    this.emit({ kind: 'created', endpoint: e });
+    return e;
+  }
+
+  /** The endpoint of this user, or ENDPOINT_NOT_FOUND (another user's endpoint is not found either). */
+  async getEndpoint(userId: string | null, id: string): Promise<Endpoint> {
+    const e = await this.store.getEndpoint(userId, id);
+    if (!e) throw new WharfError('ENDPOINT_NOT_FOUND', { endpointId: id });
+    return e;
+  }
+
+  listEndpoints(userId: string): Promise<Endpoint[]> {
+    return this.store.listEndpoints(userId);
+  }
+
+  /** Sparse update: fields left out keep their value. */
+  async updateEndpoint(userId: string, id: string, patch: Partial<EndpointInput>): Promise<Endpoint> {
+    const before = await this.getEndpoint(userId, id);
+    const after: Endpoint = { ...before, ...stripUndefined(patch) };
+    if (patch.gpuTypeIds !== undefined && patch.gpuIds === undefined) after.gpuIds = after.gpuTypeIds.join(',');
+    if (after.templateId !== before.templateId) {
+      const template = await this.templateFor(userId, after.templateId);
+      this.checkImage(template.imageName);
+    }
+    checkRules(after);
+    if (endpointVersionChanged(before, after)) after.version = before.version + 1;
+    await this.store.updateEndpoint(after);
+    this.emit({ kind: 'updated', endpoint: after });
+    return after;
+  }
+
+  async deleteEndpoint(userId: string, id: string): Promise<void> {
+    const e = await this.getEndpoint(userId, id);
+    await this.store.deleteEndpoint(userId, id);
+    this.emit({ kind: 'deleted', endpoint: e });
+  }
+
+  private async templateFor(userId: string, templateId: string): Promise<Template> {
+    const t = await this.store.getTemplate(userId, templateId);
+    if (!t) {
+      throw new WharfError(
+        'VALIDATION_FAILED',
+        { reason: `templateId ${templateId} does not name one of your templates` },
+        { details: [{ field: 'templateId', message: 'unknown template' }] },
+      );
+    }
+    return t;
+  }
+}
+
+function checkRules(e: Endpoint): void {
+  const problem = checkEndpointRules(e);
+  if (problem)
+    throw new WharfError(
+      'VALIDATION_FAILED',
+      { reason: problem.reason },
+      { details: [{ field: problem.field, message: problem.reason }] },
+    );
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

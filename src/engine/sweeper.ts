@@ -1,0 +1,82 @@
+import type { Store } from '../store/index.ts';
+import type { Clock } from './clock.ts';
+import type { JobEngine } from './engine.ts';
+import type { WorkerGateway } from './workers.ts';
+
+export interface SweeperOptions {
+  intervalMs: number;
+  leaseMs: number;
+  maxAttempts: number;
+  tombstoneKeepMs: number;
+}
+
+/** Rows handled per sweep step: bounds each write transaction so a backlog never stalls the server. */
+const BATCH = 500;
+
+/**
+ * The timers of the job lifecycle: ttl expiry, result retention, execution timeouts, lost leases, old tombstones.
+ * Runs one pass at a time (never overlapping), every `intervalMs`; a pass that hit a full batch runs again at once.
+ */
+export class Sweeper {
+  private readonly store: Store;
+  private readonly clock: Clock;
+  private readonly engine: JobEngine;
+  private readonly workers: WorkerGateway;
+  private readonly opts: SweeperOptions;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = true;
+  private lastPrune = 0;
+  /** Errors are reported here, never thrown into the timer. */
+  onError: (error: unknown) => void = () => {};
+
+  constructor(engine: JobEngine, workers: WorkerGateway, opts: SweeperOptions) {
+    this.engine = engine;
+    this.store = engine.store;
+    this.clock = engine.clock;
+    this.workers = workers;
+    this.opts = opts;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  private schedule(delay: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.sweepOnce()
+        .then((more) => this.schedule(more ? 0 : this.opts.intervalMs))
+        .catch((error: unknown) => {
+          this.onError(error);
+          this.schedule(this.opts.intervalMs);
+        });
+    }, delay);
+  }
+
+  /** One pass. Returns true when a step filled its batch (more work is waiting). */
+  async sweepOnce(): Promise<boolean> {
+    const now = this.clock.now();
+    const expired = await this.store.expireJobs(now, BATCH);
+    this.engine.announceSwept(expired);
+    const timedOut = await this.store.timeoutJobs(now, BATCH);
+    this.engine.announceSwept(timedOut);
+    const results = await this.store.expireResults(now, BATCH);
+    const lease = await this.store.expireWorkerLeases(now - this.opts.leaseMs, now, this.opts.maxAttempts);
+    this.workers.announce(lease);
+    if (now - this.lastPrune > 60_000) {
+      this.lastPrune = now;
+      await this.store.pruneTombstones(now - this.opts.tombstoneKeepMs);
+    }
+    return expired.length === BATCH || timedOut.length === BATCH || results === BATCH;
+  }
+}

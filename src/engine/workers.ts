@@ -1,0 +1,235 @@
+import { createHash } from 'node:crypto';
+import type { Endpoint, Job, WorkerRecord } from '../domain/index.ts';
+import { WharfError } from '../errors/index.ts';
+import type { LeaseSweep, Store } from '../store/index.ts';
+import { topics, type Bus } from './bus.ts';
+import type { Clock } from './clock.ts';
+import type { JobEngine } from './engine.ts';
+import { classifyDone, streamChunks } from './worker-posts.ts';
+
+export interface WorkerGatewayOptions {
+  takeWaitMs: number;
+  stopWaitMs: number;
+  leaseMs: number;
+  lostJobGraceMs: number;
+  maxAttempts: number;
+}
+
+/** Lease renewals are written at most this often per worker: leases are seconds long, requests can be many. */
+const TOUCH_EVERY_MS = 1000;
+
+export interface PingReport {
+  jobIds: string[] | null;
+  unhealthy?: { check: string; reason: string } | undefined;
+}
+
+/**
+ * The server side of the worker protocol (spec/worker-protocol.md §1): take, stop, done, stream, ping.
+ * Fencing: a post for a job is accepted only from the worker holding its current attempt.
+ */
+export class WorkerGateway {
+  private readonly store: Store;
+  private readonly bus: Bus;
+  private readonly clock: Clock;
+  private readonly engine: JobEngine;
+  private readonly opts: WorkerGatewayOptions;
+  private readonly lastTouch = new Map<string, number>();
+  /** Workers that asked to be recycled (stopPod) or were retired by the supervisor. */
+  readonly onRetire = new Set<(worker: WorkerRecord) => void>();
+
+  constructor(engine: JobEngine, opts: WorkerGatewayOptions) {
+    this.engine = engine;
+    this.store = engine.store;
+    this.bus = engine.bus;
+    this.clock = engine.clock;
+    this.opts = opts;
+  }
+
+  static hashKey(key: string): string {
+    return createHash('sha256').update(key).digest('hex');
+  }
+
+  /**
+   * Find (or, for a worker joining with its owner's API key, register) the worker behind a request.
+   * `viaWorkerKey` is the worker record a worker key resolved to; it must be this worker on this endpoint.
+   */
+  async resolveWorker(endpoint: Endpoint, workerId: string, viaWorkerKey: WorkerRecord | null): Promise<WorkerRecord> {
+    if (viaWorkerKey) {
+      if (viaWorkerKey.id !== workerId || viaWorkerKey.endpointId !== endpoint.id) {
+        throw new WharfError('FORBIDDEN', { action: `act as worker ${workerId} on endpoint ${endpoint.id}` });
+      }
+      return viaWorkerKey;
+    }
+    const existing = await this.store.getWorker(workerId);
+    if (existing) {
+      if (existing.endpointId !== endpoint.id) {
+        throw new WharfError('FORBIDDEN', { action: `use worker id ${workerId}, which belongs to another endpoint` });
+      }
+      // A managed worker's id with the owner's key: allowed (the owner may debug it); fenced as usual.
+      return existing;
+    }
+    const now = this.clock.now();
+    const worker: WorkerRecord = {
+      id: workerId,
+      endpointId: endpoint.id,
+      keyHash: null,
+      version: endpoint.version,
+      managed: false,
+      state: 'idle',
+      reason: null,
+      gpuTypeId: null,
+      gpuCount: 0,
+      createdAt: now,
+      lastSeenAt: now,
+      retired: false,
+    };
+    await this.store.upsertWorker(worker);
+    this.lastTouch.set(workerId, now);
+    return worker;
+  }
+
+  /** Renew the worker's lease. A worker that had lost its lease is alive again (its old jobs stay requeued). */
+  async touch(worker: WorkerRecord): Promise<void> {
+    const now = this.clock.now();
+    const revived = worker.state === 'unhealthy' && worker.reason === 'lease-expired';
+    if (!revived && now - (this.lastTouch.get(worker.id) ?? 0) < TOUCH_EVERY_MS) return;
+    this.lastTouch.set(worker.id, now);
+    await this.store.touchWorker(worker.id, now, revived ? { state: 'idle', reason: null } : undefined);
+  }
+
+  /** Long-poll for up to `max` jobs. Returns [] when none arrived in time. */
+  async take(worker: WorkerRecord, max: number, signal?: AbortSignal): Promise<Job[]> {
+    await this.touch(worker);
+    const deadline = this.clock.now() + this.opts.takeWaitMs;
+    for (;;) {
+      const waiter = this.bus.arm(topics.queue(worker.endpointId), deadline - this.clock.now(), signal);
+      try {
+        // A retired worker (it asked to be recycled) gets nothing, but is held for the full poll so it cannot spin.
+        const current = worker.retired ? worker : ((await this.store.getWorker(worker.id)) ?? worker);
+        if (!current.retired && !signal?.aborted) {
+          const jobs = await this.store.takeJobs(worker.endpointId, worker.id, max, this.clock.now());
+          if (jobs.length > 0) return jobs;
+        }
+        if (this.clock.now() >= deadline || signal?.aborted) return [];
+        if (!(await waiter.promise)) return [];
+      } finally {
+        waiter.dispose();
+      }
+    }
+  }
+
+  /** Jobs a take handed out that could not be delivered (the worker hung up): back to the queue. */
+  async undeliverable(worker: WorkerRecord, jobs: Job[]): Promise<void> {
+    const sweep = await this.store.releaseWorkerJobs(
+      worker.id,
+      this.clock.now(),
+      this.opts.maxAttempts,
+      'take response undeliverable',
+      jobs.map((j) => j.id),
+    );
+    this.announce(sweep);
+  }
+
+  /** Long-poll for stop orders (cancel, ttl expiry, execution timeout of jobs this worker runs). */
+  async stops(worker: WorkerRecord, signal?: AbortSignal): Promise<string[]> {
+    await this.touch(worker);
+    const deadline = this.clock.now() + this.opts.stopWaitMs;
+    for (;;) {
+      const waiter = this.bus.arm(topics.stop(worker.id), deadline - this.clock.now(), signal);
+      try {
+        const ids = await this.store.takeStops(worker.id);
+        if (ids.length > 0 || this.clock.now() >= deadline || signal?.aborted) return ids;
+        if (!(await waiter.promise)) return await this.store.takeStops(worker.id);
+      } finally {
+        waiter.dispose();
+      }
+    }
+  }
+
+  /** job-done: progress (not final) or the final result. */
+  async done(worker: WorkerRecord, jobId: string, rawBody: string): Promise<void> {
+    await this.touch(worker);
+    const post = classifyDone(rawBody);
+    if (post.kind === 'progress') {
+      const res = await this.store.recordProgress(worker.endpointId, jobId, worker.id, post.outputJson);
+      if (!res.ok) throw await this.refusal(worker, jobId, res.reason);
+      this.bus.publish(topics.job(jobId));
+      return;
+    }
+    const res = await this.store.finishJob(worker.endpointId, jobId, worker.id, post.result, this.clock.now());
+    if (post.result.stopPod) await this.retire(worker, 'stopPod');
+    if (!res.ok) throw await this.refusal(worker, jobId, res.reason);
+    this.engine.jobChanged(res.job);
+  }
+
+  async streamChunk(worker: WorkerRecord, jobId: string, rawBody: string): Promise<void> {
+    await this.touch(worker);
+    const chunks = streamChunks(rawBody);
+    const res = await this.store.appendChunks(worker.endpointId, jobId, worker.id, chunks);
+    if (!res.ok) throw await this.refusal(worker, jobId, res.reason);
+    this.bus.publish(topics.job(jobId));
+  }
+
+  /**
+   * Heartbeat. Renews the lease; a fitness-check failure marks the worker unhealthy and hands its jobs back;
+   * a held job missing from the ping's job list (after a grace period) was lost by the worker and is requeued.
+   */
+  async ping(worker: WorkerRecord, report: PingReport): Promise<void> {
+    const now = this.clock.now();
+    if (report.unhealthy) {
+      const reason = `fitness check ${report.unhealthy.check} failed: ${report.unhealthy.reason}`.slice(0, 500);
+      await this.store.touchWorker(worker.id, now, { state: 'unhealthy', reason, retired: true });
+      this.announce(await this.store.releaseWorkerJobs(worker.id, now, this.opts.maxAttempts, reason));
+      return;
+    }
+    await this.touch(worker);
+    const held = await this.store.workerJobIds(worker.id);
+    if (held.length === 0) return;
+    const reported = new Set(report.jobIds ?? []);
+    const missing: string[] = [];
+    for (const id of held) {
+      if (reported.has(id)) continue;
+      const job = await this.store.getJob(worker.endpointId, id);
+      if (job?.startedAt !== null && job?.startedAt !== undefined && now - job.startedAt > this.opts.lostJobGraceMs) {
+        missing.push(id);
+      }
+    }
+    if (missing.length > 0) {
+      this.announce(
+        await this.store.releaseWorkerJobs(worker.id, now, this.opts.maxAttempts, 'job missing from pings', missing),
+      );
+    }
+  }
+
+  async retire(worker: WorkerRecord, reason: string): Promise<void> {
+    await this.store.touchWorker(worker.id, this.clock.now(), { retired: true, reason });
+    const updated = { ...worker, retired: true, reason };
+    for (const l of this.onRetire) {
+      try {
+        l(updated);
+      } catch {
+        // Listener bugs never break the protocol path.
+      }
+    }
+  }
+
+  /** Wake whoever cares about a lease sweep: takers of requeued jobs, waiters of failed ones. */
+  announce(sweep: LeaseSweep): void {
+    const endpoints = new Set<string>();
+    for (const job of sweep.requeued) {
+      endpoints.add(job.endpointId);
+      this.bus.publish(topics.job(job.id));
+    }
+    for (const job of sweep.failed) this.engine.jobChanged(job);
+    for (const id of endpoints) this.bus.publish(topics.queue(id));
+  }
+
+  private async refusal(worker: WorkerRecord, jobId: string, reason: 'not_found' | 'stale'): Promise<WharfError> {
+    if (reason === 'stale') return new WharfError('STALE_ATTEMPT', { workerId: worker.id, jobId });
+    return this.engine.missingJobError(worker.endpointId, jobId);
+  }
+
+  forget(workerId: string): void {
+    this.lastTouch.delete(workerId);
+  }
+}

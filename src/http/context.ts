@@ -1,0 +1,31 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Accounts, JobEngine, Resources, WorkerGateway } from '../engine/index.ts';
+import type { Store } from '../store/index.ts';
+
+/** What the routes need; built once by the server (src/cli/serve.ts) or by tests. */
+export interface AppDeps {
+  store: Store;
+  engine: JobEngine;
+  workers: WorkerGateway;
+  accounts: Accounts;
+  resources: Resources;
+}
+
+/**
+ * An AbortSignal that fires when the client goes away before we answered, so long polls stop waiting for
+ * someone who left (and a job-take does not hand a job to a closed connection).
+ */
+export function clientGone(request: FastifyRequest, reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  const onClose = (): void => {
+    if (!reply.raw.writableEnded) controller.abort();
+  };
+  reply.raw.once('close', onClose);
+  request.raw.once('aborted', onClose);
+  return controller.signal;
+}
+
+/** Send pre-serialised JSON text. */
+export function sendJson(reply: FastifyReply, body: string, status = 200): FastifyReply {
+  return reply.code(status).type('application/json; charset=utf-8').send(body);
+}

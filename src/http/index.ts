@@ -1,0 +1,2 @@
+export { buildApp, type AppOptions } from './app.ts';
+export type { AppDeps } from './context.ts';

@@ -1,0 +1,85 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { WharfError } from '../../errors/index.ts';
+
+interface AjvIssue {
+  instancePath?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+/** The field an ajv issue is about, as a dotted path (`policy.ttl`, `input`). */
+function fieldOf(issue: AjvIssue, part: string | undefined): string {
+  const path = (issue.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
+  const missing = issue.params?.['missingProperty'];
+  const extra = issue.params?.['additionalProperty'];
+  const leaf = typeof missing === 'string' ? missing : typeof extra === 'string' ? extra : '';
+  const joined = [path, leaf].filter(Boolean).join('.');
+  return joined || (part === 'body' ? 'body' : (part ?? 'request'));
+}
+
+function describe(issue: AjvIssue, field: string): string {
+  if (issue.params?.['additionalProperty']) return `${field} is not a known field`;
+  if (issue.params?.['missingProperty']) return `${field} is required`;
+  return `${field} ${issue.message ?? 'is invalid'}`;
+}
+
+/** Map anything thrown by a route, a parser or Fastify itself onto the one error shape (DESIGN.md §3 "Errors"). */
+export function toWharfError(error: unknown, requestId: string): WharfError {
+  if (error instanceof WharfError) return error;
+  const e = error as FastifyError & { validation?: AjvIssue[]; validationContext?: string };
+  if (Array.isArray(e.validation) && e.validation.length > 0) {
+    const issues = e.validation.map((issue) => {
+      const field = fieldOf(issue, e.validationContext);
+      return { field, message: describe(issue, field) };
+    });
+    return new WharfError('VALIDATION_FAILED', { reason: issues[0]!.message }, { details: issues });
+  }
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new WharfError('PAYLOAD_TOO_LARGE', { limit: 'size' });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new WharfError('UNSUPPORTED_MEDIA_TYPE', { contentType: 'given' });
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new WharfError('VALIDATION_FAILED', { reason: 'the body is empty' }, { details: [{ field: 'body' }] });
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new WharfError('VALIDATION_FAILED', { reason: 'Content-Length does not match the body' });
+    default:
+      break;
+  }
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    return new WharfError('VALIDATION_FAILED', { reason: e.message });
+  }
+  return new WharfError('INTERNAL', { requestId }, { cause: error });
+}
+
+export function sendError(reply: FastifyReply, error: WharfError): FastifyReply {
+  if (error.headers) reply.headers(error.headers);
+  return reply.code(error.status).type('application/json; charset=utf-8').send(JSON.stringify(error.toBody()));
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const wharfError = toWharfError(error, request.id);
+    if (wharfError.status >= 500 && wharfError.code === 'INTERNAL') {
+      request.log.error({ err: error, reqId: request.id }, 'unhandled error');
+    } else if (wharfError.status >= 500) {
+      request.log.warn({ code: wharfError.code, err: error }, wharfError.message);
+    }
+    // A payload-size message should name the route's limit.
+    if (wharfError.code === 'PAYLOAD_TOO_LARGE' && wharfError.message.includes('the size allowed')) {
+      const limit = request.routeOptions.bodyLimit;
+      const mb = limit ? `${Math.round(limit / (1024 * 1024))} MB` : 'size';
+      return sendError(reply, new WharfError('PAYLOAD_TOO_LARGE', { limit: mb }));
+    }
+    if (wharfError.code === 'UNSUPPORTED_MEDIA_TYPE') {
+      return sendError(
+        reply,
+        new WharfError('UNSUPPORTED_MEDIA_TYPE', { contentType: request.headers['content-type'] ?? 'none' }),
+      );
+    }
+    return sendError(reply, wharfError);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    sendError(reply, new WharfError('ROUTE_NOT_FOUND', { method: request.method, url: request.url.split('?')[0] }));
+  });
+}

@@ -1,0 +1,165 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { LIMITS, type Endpoint } from '../../domain/index.ts';
+import { endpointHealth, statusBody, streamBody, type Principal, type Submission } from '../../engine/index.ts';
+import { WharfError } from '../../errors/index.ts';
+import { authenticate, requireUser, type Access } from '../plugins/auth.ts';
+import { clientGone, sendJson, type AppDeps } from '../context.ts';
+import { EndpointParams, JobParams, RunsyncQuery, StatusQuery, SubmitBody, WaitQuery } from './schemas.ts';
+
+type EP = { endpointId: string };
+type JP = { endpointId: string; jobId: string };
+
+function checkWebhook(url: string | undefined): void {
+  if (url === undefined) return;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new WharfError(
+      'VALIDATION_FAILED',
+      { reason: 'webhook must be an absolute http(s) URL' },
+      { details: [{ field: 'webhook' }] },
+    );
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new WharfError(
+      'VALIDATION_FAILED',
+      { reason: 'webhook must use http or https' },
+      { details: [{ field: 'webhook' }] },
+    );
+  }
+}
+
+/** The queue API of interface §4.1 under /v2/{endpointId}. Every success is HTTP 200 (the JS SDK insists). */
+export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const { engine, accounts, resources } = deps;
+
+  async function endpointFor(
+    request: FastifyRequest<{ Params: EP }>,
+    access: Access,
+  ): Promise<{ endpoint: Endpoint; principal: Principal }> {
+    const principal = await authenticate(accounts, request);
+    const endpointId = request.params.endpointId;
+    const user = requireUser(principal, access, endpointId);
+    const endpoint = await resources.getEndpoint(user.user.id, endpointId);
+    return { endpoint, principal };
+  }
+
+  /** The stream cursor belongs to the caller's key: two clients reading one stream each see every chunk. */
+  const consumerOf = (p: Principal): string => (p.kind === 'user' ? `key:${p.key.id}` : `worker:${p.worker.id}`);
+
+  const post = { schema: { params: EndpointParams, body: SubmitBody } };
+
+  app.post<{ Params: EP; Body: Submission }>(
+    '/v2/:endpointId/run',
+    { ...post, bodyLimit: LIMITS.runBodyBytes },
+    async (request, reply) => {
+      const { endpoint } = await endpointFor(request, 'write');
+      checkWebhook(request.body.webhook);
+      const job = await engine.submit(endpoint, request.body, 'async');
+      return sendJson(reply, `{"id":${JSON.stringify(job.id)},"status":"IN_QUEUE"}`);
+    },
+  );
+
+  app.post<{ Params: EP; Body: Submission; Querystring: { wait?: number } }>(
+    '/v2/:endpointId/runsync',
+    { schema: { ...post.schema, querystring: RunsyncQuery }, bodyLimit: LIMITS.runsyncBodyBytes },
+    async (request, reply) => {
+      const { endpoint } = await endpointFor(request, 'write');
+      checkWebhook(request.body.webhook);
+      const waitGiven = request.query.wait !== undefined;
+      const job = await engine.submit(endpoint, request.body, 'sync', waitGiven);
+      const final = await engine.waitForFinal(
+        endpoint.id,
+        job.id,
+        request.query.wait ?? 90_000,
+        clientGone(request, reply),
+      );
+      return sendJson(reply, statusBody(final, engine.clock.now()));
+    },
+  );
+
+  const status = async (
+    request: FastifyRequest<{ Params: JP; Querystring: { ttl?: number } }>,
+    reply: FastifyReply,
+  ) => {
+    const { endpoint } = await endpointFor(request, request.query.ttl === undefined ? 'read' : 'write');
+    const job =
+      request.query.ttl === undefined
+        ? await engine.getJob(endpoint.id, request.params.jobId)
+        : await engine.setTtl(endpoint.id, request.params.jobId, request.query.ttl);
+    return sendJson(reply, statusBody(job, engine.clock.now()));
+  };
+  const statusOpts = { schema: { params: JobParams, querystring: StatusQuery } };
+  app.get('/v2/:endpointId/status/:jobId', statusOpts, status);
+  app.post('/v2/:endpointId/status/:jobId', statusOpts, status);
+
+  const statusSync = async (
+    request: FastifyRequest<{ Params: JP; Querystring: { wait?: number } }>,
+    reply: FastifyReply,
+  ) => {
+    const { endpoint } = await endpointFor(request, 'read');
+    const job = await engine.statusSync(
+      endpoint.id,
+      request.params.jobId,
+      request.query.wait,
+      clientGone(request, reply),
+    );
+    return sendJson(reply, statusBody(job, engine.clock.now()));
+  };
+  const waitOpts = { schema: { params: JobParams, querystring: WaitQuery } };
+  app.get('/v2/:endpointId/status-sync/:jobId', waitOpts, statusSync);
+  app.post('/v2/:endpointId/status-sync/:jobId', waitOpts, statusSync);
+
+  const stream = async (
+    request: FastifyRequest<{ Params: JP; Querystring: { wait?: number } }>,
+    reply: FastifyReply,
+  ) => {
+    const { endpoint, principal } = await endpointFor(request, 'read');
+    const res = await engine.stream(
+      endpoint.id,
+      request.params.jobId,
+      consumerOf(principal),
+      request.query.wait,
+      clientGone(request, reply),
+    );
+    return sendJson(reply, streamBody(res.status, res.chunks));
+  };
+  app.get('/v2/:endpointId/stream/:jobId', waitOpts, stream);
+  app.post('/v2/:endpointId/stream/:jobId', waitOpts, stream);
+
+  app.post<{ Params: JP }>(
+    '/v2/:endpointId/cancel/:jobId',
+    { schema: { params: JobParams } },
+    async (request, reply) => {
+      const { endpoint } = await endpointFor(request, 'write');
+      const job = await engine.cancel(endpoint.id, request.params.jobId);
+      return sendJson(reply, `{"id":${JSON.stringify(job.id)},"status":"${job.status}"}`);
+    },
+  );
+
+  app.post<{ Params: JP }>(
+    '/v2/:endpointId/retry/:jobId',
+    { schema: { params: JobParams } },
+    async (request, reply) => {
+      const { endpoint } = await endpointFor(request, 'write');
+      const job = await engine.retry(endpoint.id, request.params.jobId);
+      return sendJson(reply, `{"id":${JSON.stringify(job.id)},"status":"${job.status}"}`);
+    },
+  );
+
+  app.post<{ Params: EP }>(
+    '/v2/:endpointId/purge-queue',
+    { schema: { params: EndpointParams } },
+    async (request, reply) => {
+      const { endpoint } = await endpointFor(request, 'write');
+      const removed = await engine.purge(endpoint.id);
+      return sendJson(reply, `{"removed":${removed},"status":"completed"}`);
+    },
+  );
+
+  app.get<{ Params: EP }>('/v2/:endpointId/health', { schema: { params: EndpointParams } }, async (request, reply) => {
+    const { endpoint } = await endpointFor(request, 'read');
+    return sendJson(reply, JSON.stringify(await endpointHealth(deps.store, endpoint.id)));
+  });
+}

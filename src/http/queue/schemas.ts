@@ -1,0 +1,57 @@
+import { Type } from 'typebox';
+import { POLICY } from '../../domain/index.ts';
+
+export const EndpointParams = Type.Object({ endpointId: Type.String({ minLength: 1, maxLength: 128 }) });
+export const JobParams = Type.Object({
+  endpointId: Type.String({ minLength: 1, maxLength: 128 }),
+  jobId: Type.String({ minLength: 1, maxLength: 256 }),
+});
+
+export const Policy = Type.Object(
+  {
+    executionTimeout: Type.Optional(
+      Type.Integer({
+        minimum: POLICY.executionTimeoutMs.min,
+        maximum: POLICY.executionTimeoutMs.max,
+        description: 'ms',
+      }),
+    ),
+    lowPriority: Type.Optional(Type.Boolean()),
+    ttl: Type.Optional(Type.Integer({ minimum: POLICY.ttlMs.min, maximum: POLICY.ttlMs.max, description: 'ms' })),
+  },
+  { additionalProperties: false },
+);
+
+export const S3Config = Type.Object(
+  {
+    accessId: Type.String(),
+    accessSecret: Type.String(),
+    bucketName: Type.String(),
+    endpointUrl: Type.String(),
+    objectPath: Type.Optional(Type.String()),
+  },
+  { additionalProperties: true },
+);
+
+/** Submission body (interface §2.2). Unknown top-level members are ignored, as clients send extras (webhookV2). */
+export const SubmitBody = Type.Object(
+  {
+    input: Type.Object({}, { additionalProperties: true, description: "The handler's input" }),
+    webhook: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 2048, description: 'http(s) URL notified on completion' }),
+    ),
+    policy: Type.Optional(Policy),
+    s3Config: Type.Optional(S3Config),
+  },
+  { additionalProperties: true },
+);
+
+export const RunsyncQuery = Type.Object({
+  wait: Type.Optional(Type.Integer({ minimum: POLICY.runsyncWaitMs.min, maximum: POLICY.runsyncWaitMs.max })),
+});
+export const StatusQuery = Type.Object({
+  ttl: Type.Optional(Type.Integer({ minimum: POLICY.ttlMs.min, maximum: POLICY.ttlMs.max })),
+});
+export const WaitQuery = Type.Object({
+  wait: Type.Optional(Type.Integer({ minimum: 0, maximum: POLICY.runsyncWaitMs.max })),
+});

@@ -1,0 +1,147 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { WorkerRecord } from '../../domain/index.ts';
+import { workerJobBody } from '../../engine/index.ts';
+import { authenticate, requireUser } from '../plugins/auth.ts';
+import { clientGone, sendJson, type AppDeps } from '../context.ts';
+
+/** Result and stream bodies may be large outputs; a single stream chunk is split or refused past 1 MB. */
+const WORKER_BODY_LIMIT = 20 * 1024 * 1024;
+const MAX_BATCH = 256;
+
+const WorkerParams = Type.Object({
+  endpointId: Type.String({ minLength: 1, maxLength: 128 }),
+  workerId: Type.String({ minLength: 1, maxLength: 512 }),
+});
+const WorkerJobParams = Type.Object({
+  endpointId: Type.String({ minLength: 1, maxLength: 128 }),
+  workerId: Type.String({ minLength: 1, maxLength: 128 }),
+  jobId: Type.String({ minLength: 1, maxLength: 1024 }),
+});
+
+type WP = { endpointId: string; workerId: string };
+type WJP = WP & { jobId: string };
+
+/**
+ * A worker template without `?` makes the SDK glue its query onto the last path segment
+ * (`job-take/w1&job_in_progress=0`, spec §1.4). Split it back off and merge it into the query.
+ */
+function unglue(segment: string, query: Record<string, unknown>): { value: string; query: Record<string, unknown> } {
+  const amp = segment.indexOf('&');
+  if (amp < 0) return { value: segment, query };
+  const extra = Object.fromEntries(new URLSearchParams(segment.slice(amp + 1)));
+  return { value: segment.slice(0, amp), query: { ...extra, ...query } };
+}
+
+const textOf = (v: unknown, fallback: string): string => (typeof v === 'string' && v !== '' ? v : fallback);
+
+/** The worker side of the protocol under /v2/{endpointId}/ (spec/worker-protocol.md §1, checklist §1.16). */
+export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const { accounts, resources, workers } = deps;
+
+  async function workerFor(request: FastifyRequest<{ Params: WP }>, workerId: string): Promise<WorkerRecord> {
+    const principal = await authenticate(accounts, request);
+    const endpointId = request.params.endpointId;
+    if (principal.kind === 'worker') {
+      const endpoint = await resources.getEndpoint(principal.userId, endpointId);
+      return workers.resolveWorker(endpoint, workerId, principal.worker);
+    }
+    // Workers started outside Wharf join an endpoint with an API key of its owner (scope all, or restricted to it).
+    const user = requireUser(principal, 'write', endpointId);
+    const endpoint = await resources.getEndpoint(user.user.id, endpointId);
+    return workers.resolveWorker(endpoint, workerId, null);
+  }
+
+  function rawBody(request: FastifyRequest): string {
+    const raw = (request as FastifyRequest & { rawBody?: string }).rawBody;
+    if (typeof raw === 'string') return raw;
+    if (typeof request.body === 'string') return request.body;
+    if (request.body === undefined || request.body === null) return '';
+    return JSON.stringify(request.body);
+  }
+
+  const take = async (request: FastifyRequest<{ Params: WP }>, batch: boolean) => {
+    const { value: workerId, query } = unglue(request.params.workerId, request.query as Record<string, unknown>);
+    const worker = await workerFor(request, workerId);
+    const requested = batch ? Number(query['batch_size'] ?? 1) : 1;
+    const max = Number.isFinite(requested) ? Math.min(MAX_BATCH, Math.max(1, Math.floor(requested))) : 1;
+    return { worker, max };
+  };
+
+  app.get<{ Params: WP }>(
+    '/v2/:endpointId/job-take/:workerId',
+    { schema: { params: WorkerParams } },
+    async (request, reply) => {
+      const { worker, max } = await take(request, false);
+      const signal = clientGone(request, reply);
+      const jobs = await workers.take(worker, max, signal);
+      if (jobs.length === 0) return reply.code(204).send();
+      if (signal.aborted) {
+        await workers.undeliverable(worker, jobs);
+        return reply.code(204).send();
+      }
+      return sendJson(reply, workerJobBody(jobs[0]!));
+    },
+  );
+
+  app.get<{ Params: WP }>(
+    '/v2/:endpointId/job-take-batch/:workerId',
+    { schema: { params: WorkerParams } },
+    async (request, reply) => {
+      const { worker, max } = await take(request, true);
+      const signal = clientGone(request, reply);
+      const jobs = await workers.take(worker, max, signal);
+      if (jobs.length === 0) return reply.code(204).send();
+      if (signal.aborted) {
+        await workers.undeliverable(worker, jobs);
+        return reply.code(204).send();
+      }
+      return sendJson(reply, `[${jobs.map(workerJobBody).join(',')}]`);
+    },
+  );
+
+  app.get<{ Params: WP }>(
+    '/v2/:endpointId/job-stop/:workerId',
+    { schema: { params: WorkerParams } },
+    async (request, reply) => {
+      const { value: workerId } = unglue(request.params.workerId, {});
+      const worker = await workerFor(request, workerId);
+      const ids = await workers.stops(worker, clientGone(request, reply));
+      if (ids.length === 0) return reply.code(204).send();
+      return sendJson(reply, JSON.stringify({ jobsToStop: ids }));
+    },
+  );
+
+  const jobOpts = { schema: { params: WorkerJobParams }, bodyLimit: WORKER_BODY_LIMIT };
+
+  app.post<{ Params: WJP }>('/v2/:endpointId/job-done/:workerId/:jobId', jobOpts, async (request, reply) => {
+    const { value: jobId } = unglue(request.params.jobId, {});
+    const worker = await workerFor(request, request.params.workerId);
+    await workers.done(worker, jobId, rawBody(request));
+    return sendJson(reply, '{"ok":true}');
+  });
+
+  app.post<{ Params: WJP }>('/v2/:endpointId/job-stream/:workerId/:jobId', jobOpts, async (request, reply) => {
+    const { value: jobId } = unglue(request.params.jobId, {});
+    const worker = await workerFor(request, request.params.workerId);
+    await workers.streamChunk(worker, jobId, rawBody(request));
+    return sendJson(reply, '{"ok":true}');
+  });
+
+  app.get<{ Params: WP }>(
+    '/v2/:endpointId/ping/:workerId',
+    { schema: { params: WorkerParams } },
+    async (request, reply) => {
+      const { value: workerId, query } = unglue(request.params.workerId, request.query as Record<string, unknown>);
+      const worker = await workerFor(request, workerId);
+      const jobIdParam = query['job_id'];
+      const jobIds = typeof jobIdParam === 'string' && jobIdParam !== '' ? jobIdParam.split(',').filter(Boolean) : null;
+      const unhealthy =
+        query['status'] === 'unhealthy'
+          ? { check: textOf(query['check'], 'unknown'), reason: textOf(query['reason'], 'no reason given') }
+          : undefined;
+      await workers.ping(worker, { jobIds, unhealthy });
+      return sendJson(reply, '{"status":"pong"}');
+    },
+  );
+}

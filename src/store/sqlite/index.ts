@@ -1,0 +1,228 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import type { ApiKey, Endpoint, Template, User, WorkerRecord, WorkerResult, WorkerState } from '../../domain/index.ts';
+import type { LeaseSweep, NewJob, Store, StoreCapabilities } from '../types.ts';
+import { SqliteJobs } from './jobs.ts';
+import { migrate, schemaVersion } from './migrations.ts';
+import { SqliteResources } from './resources.ts';
+import { SqliteWorkers } from './workers.ts';
+import { WriteQueue } from './write-queue.ts';
+
+export interface SqliteStoreOptions {
+  /** Database file, or ':memory:' for throwaway tests. */
+  path: string;
+  /**
+   * FULL makes every commit durable against power loss, not only against a process crash; group commit keeps
+   * its cost per batch, not per job.
+   */
+  synchronous?: 'FULL' | 'NORMAL';
+}
+
+/** The embedded default store: node:sqlite in WAL mode with group commit. */
+class SqliteStore implements Store {
+  readonly capabilities: StoreCapabilities = { name: 'sqlite', multiNode: false };
+  private readonly db: DatabaseSync;
+  private readonly writes: WriteQueue;
+  private readonly jobs: SqliteJobs;
+  private readonly workers: SqliteWorkers;
+  private readonly res: SqliteResources;
+
+  constructor(db: DatabaseSync) {
+    this.db = db;
+    this.writes = new WriteQueue(db);
+    this.jobs = new SqliteJobs(db);
+    this.workers = new SqliteWorkers(db);
+    this.res = new SqliteResources(db);
+  }
+
+  private write<T>(fn: () => T): Promise<T> {
+    return this.writes.run(fn);
+  }
+
+  async migrate(): Promise<void> {
+    migrate(this.db);
+  }
+  async ping(): Promise<void> {
+    schemaVersion(this.db);
+  }
+  async close(): Promise<void> {
+    this.writes.close();
+    this.db.close();
+  }
+
+  // Jobs
+  submitJob(job: NewJob) {
+    return this.write(() => this.jobs.submit(job));
+  }
+  takeJobs(endpointId: string, workerId: string, max: number, now: number) {
+    return this.write(() => this.jobs.take(endpointId, workerId, max, now));
+  }
+  async getJob(endpointId: string, jobId: string) {
+    return this.jobs.get(endpointId, jobId);
+  }
+  async getTombstone(endpointId: string, jobId: string) {
+    return this.jobs.tombstone(endpointId, jobId);
+  }
+  recordProgress(endpointId: string, jobId: string, workerId: string, outputJson: string) {
+    return this.write(() => this.jobs.progress(endpointId, jobId, workerId, outputJson));
+  }
+  finishJob(endpointId: string, jobId: string, workerId: string, result: WorkerResult, now: number) {
+    return this.write(() => this.jobs.finish(endpointId, jobId, workerId, result, now));
+  }
+  appendChunks(endpointId: string, jobId: string, workerId: string, chunksJson: string[]) {
+    return this.write(() => this.jobs.appendChunks(endpointId, jobId, workerId, chunksJson));
+  }
+  readChunks(endpointId: string, jobId: string, consumer: string) {
+    return this.write(() => this.jobs.readChunks(endpointId, jobId, consumer));
+  }
+  cancelJob(endpointId: string, jobId: string, now: number) {
+    return this.write(() => this.jobs.cancel(endpointId, jobId, now));
+  }
+  retryJob(endpointId: string, jobId: string, now: number) {
+    return this.write(() => this.jobs.retry(endpointId, jobId, now));
+  }
+  purgeQueue(endpointId: string, now: number) {
+    return this.write(() => this.jobs.purge(endpointId, now));
+  }
+  setJobTtl(endpointId: string, jobId: string, ttlMs: number) {
+    return this.write(() => this.jobs.setTtl(endpointId, jobId, ttlMs));
+  }
+  async jobCounts(endpointId: string) {
+    return this.jobs.counts(endpointId);
+  }
+  async queueSnapshot(endpointId: string) {
+    return this.jobs.snapshot(endpointId);
+  }
+  async activeEndpointIds() {
+    return this.jobs.activeEndpoints();
+  }
+  expireJobs(now: number, limit: number) {
+    return this.write(() => this.jobs.expire(now, limit));
+  }
+  expireResults(now: number, limit: number) {
+    return this.write(() => this.jobs.expireResults(now, limit));
+  }
+  timeoutJobs(now: number, limit: number) {
+    return this.write(() => this.jobs.timeout(now, limit));
+  }
+  pruneTombstones(before: number) {
+    return this.write(() => this.jobs.pruneTombstones(before));
+  }
+
+  // Workers
+  upsertWorker(worker: WorkerRecord) {
+    return this.write(() => this.workers.upsert(worker));
+  }
+  async getWorker(workerId: string) {
+    return this.workers.get(workerId);
+  }
+  async findWorkerByKeyHash(keyHash: string) {
+    return this.workers.byKeyHash(keyHash);
+  }
+  async listWorkers(endpointId?: string) {
+    return this.workers.list(endpointId);
+  }
+  touchWorker(
+    workerId: string,
+    now: number,
+    patch?: { state?: WorkerState; reason?: string | null; retired?: boolean },
+  ) {
+    return this.write(() => this.workers.touch(workerId, now, patch));
+  }
+  async runningByWorker(endpointId: string) {
+    return this.jobs.runningByWorker(endpointId);
+  }
+  async workerJobIds(workerId: string) {
+    return this.jobs.workerJobIds(workerId);
+  }
+  releaseWorkerJobs(workerId: string, now: number, maxAttempts: number, reason: string, onlyJobIds?: string[]) {
+    return this.write(() => this.jobs.release(workerId, now, maxAttempts, reason, onlyJobIds));
+  }
+  expireWorkerLeases(silentSince: number, now: number, maxAttempts: number) {
+    return this.write((): LeaseSweep => {
+      const total: LeaseSweep = { workerIds: [], requeued: [], failed: [] };
+      for (const id of this.workers.silentSince(silentSince)) {
+        const sweep = this.jobs.release(id, now, maxAttempts, 'lease expired');
+        this.db.prepare(`UPDATE workers SET state = 'unhealthy', reason = 'lease-expired' WHERE id = ?`).run(id);
+        total.workerIds.push(id);
+        total.requeued.push(...sweep.requeued);
+        total.failed.push(...sweep.failed);
+      }
+      return total;
+    });
+  }
+  deleteWorker(workerId: string) {
+    return this.write(() => this.workers.remove(workerId));
+  }
+  takeStops(workerId: string) {
+    return this.write(() => this.jobs.takeStops(workerId));
+  }
+
+  // Accounts
+  createUser(user: User) {
+    return this.write(() => this.res.createUser(user));
+  }
+  async getUser(userId: string) {
+    return this.res.getUser(userId);
+  }
+  async listUsers() {
+    return this.res.listUsers();
+  }
+  createApiKey(key: ApiKey) {
+    return this.write(() => this.res.createApiKey(key));
+  }
+  async findApiKeyByHash(hash: string) {
+    return this.res.findApiKeyByHash(hash);
+  }
+  async listApiKeys(userId: string) {
+    return this.res.listApiKeys(userId);
+  }
+  revokeApiKey(userId: string, keyId: string, now: number) {
+    return this.write(() => this.res.revokeApiKey(userId, keyId, now));
+  }
+
+  // Resources
+  createTemplate(t: Template) {
+    return this.write(() => this.res.createTemplate(t));
+  }
+  async getTemplate(userId: string, id: string) {
+    return this.res.getTemplate(userId, id);
+  }
+  async listTemplates(userId: string) {
+    return this.res.listTemplates(userId);
+  }
+  updateTemplate(t: Template) {
+    return this.write(() => this.res.updateTemplate(t));
+  }
+  deleteTemplate(userId: string, id: string) {
+    return this.write(() => this.res.deleteTemplate(userId, id));
+  }
+  createEndpoint(e: Endpoint) {
+    return this.write(() => this.res.createEndpoint(e));
+  }
+  async getEndpoint(userId: string | null, id: string) {
+    return this.res.getEndpoint(userId, id);
+  }
+  async listEndpoints(userId: string | null) {
+    return this.res.listEndpoints(userId);
+  }
+  updateEndpoint(e: Endpoint) {
+    return this.write(() => this.res.updateEndpoint(e));
+  }
+  deleteEndpoint(userId: string, id: string) {
+    return this.write(() => this.res.deleteEndpoint(userId, id));
+  }
+  async endpointsUsingTemplate(userId: string, templateId: string) {
+    return this.res.endpointsUsingTemplate(userId, templateId);
+  }
+}
+
+export function openSqliteStore(opts: SqliteStoreOptions): Store {
+  if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true });
+  const db = new DatabaseSync(opts.path);
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec(`PRAGMA synchronous = ${opts.synchronous ?? 'FULL'}`);
+  db.exec('PRAGMA busy_timeout = 5000');
+  return new SqliteStore(db);
+}

@@ -1,0 +1,397 @@
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { resultsExpireAt, type Job, type TombstoneReason, type WorkerResult } from '../../domain/index.ts';
+import type {
+  CancelOutcome,
+  FencedOutcome,
+  JobCounts,
+  LeaseSweep,
+  NewJob,
+  QueueSnapshot,
+  RetryOutcome,
+  StreamRead,
+  SweptJob,
+} from '../types.ts';
+import { toJob, type JobRow } from './rows.ts';
+
+/**
+ * The job verbs in SQL. Every method here runs inside a write transaction opened by the WriteQueue (or is a
+ * plain read), so each is atomic. Statements are prepared once.
+ */
+export class SqliteJobs {
+  private readonly db: DatabaseSync;
+  private readonly stmts = new Map<string, StatementSync>();
+
+  constructor(db: DatabaseSync) {
+    this.db = db;
+  }
+
+  private q(sql: string): StatementSync {
+    let s = this.stmts.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.stmts.set(sql, s);
+    }
+    return s;
+  }
+
+  private row(endpointId: string, jobId: string): JobRow | undefined {
+    return this.q('SELECT * FROM jobs WHERE id = ? AND endpoint_id = ?').get(jobId, endpointId) as JobRow | undefined;
+  }
+
+  submit(j: NewJob): Job {
+    const expiresAt = j.createdAt + j.policy.ttlMs;
+    this.q(
+      `INSERT INTO jobs (id, endpoint_id, status, input, webhook, policy, policy_given, low_priority,
+         execution_timeout_ms, ttl_ms, s3_config, mode, retention_ms, created_at, queued_at, expires_at)
+       VALUES (?, ?, 'IN_QUEUE', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      j.id,
+      j.endpointId,
+      j.inputJson,
+      j.webhook,
+      JSON.stringify(j.policy),
+      j.policyGiven ? 1 : 0,
+      j.policy.lowPriority ? 1 : 0,
+      j.policy.executionTimeoutMs,
+      j.policy.ttlMs,
+      j.s3ConfigJson,
+      j.mode,
+      j.retentionMs,
+      j.createdAt,
+      j.createdAt,
+      expiresAt,
+    );
+    return {
+      id: j.id,
+      endpointId: j.endpointId,
+      status: 'IN_QUEUE',
+      inputJson: j.inputJson,
+      webhook: j.webhook,
+      policy: j.policy,
+      policyGiven: j.policyGiven,
+      s3ConfigJson: j.s3ConfigJson,
+      mode: j.mode,
+      retentionMs: j.retentionMs,
+      createdAt: j.createdAt,
+      queuedAt: j.createdAt,
+      startedAt: null,
+      completedAt: null,
+      expiresAt,
+      attempt: 0,
+      retries: 0,
+      workerId: null,
+      outputJson: null,
+      errorJson: null,
+    };
+  }
+
+  take(endpointId: string, workerId: string, max: number, now: number): Job[] {
+    // Expired-but-not-yet-swept jobs are skipped: their ttl is over, they must never start.
+    const rows = this.q(
+      `UPDATE jobs SET status = 'IN_PROGRESS', attempt = attempt + 1, worker_id = ?, started_at = ?,
+         deadline_at = ? + execution_timeout_ms, output = NULL, error = NULL
+       WHERE id IN (SELECT id FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND expires_at > ?
+                    ORDER BY queued_at, rowid LIMIT ?)
+       RETURNING *`,
+    ).all(workerId, now, now, endpointId, now, max) as unknown as JobRow[];
+    // RETURNING gives no order guarantee; hand jobs out in queue order.
+    return rows.map(toJob).sort((a, b) => a.queuedAt - b.queuedAt);
+  }
+
+  get(endpointId: string, jobId: string): Job | null {
+    const r = this.row(endpointId, jobId);
+    return r ? toJob(r) : null;
+  }
+
+  tombstone(endpointId: string, jobId: string): TombstoneReason | null {
+    const r = this.q('SELECT reason FROM tombstones WHERE id = ? AND endpoint_id = ?').get(jobId, endpointId) as
+      { reason: TombstoneReason } | undefined;
+    return r?.reason ?? null;
+  }
+
+  /** The fence: only the worker holding the current IN_PROGRESS attempt may change the job. */
+  private fenced(endpointId: string, jobId: string, workerId: string): FencedOutcome {
+    const r = this.row(endpointId, jobId);
+    if (!r) return { ok: false, reason: 'not_found' };
+    const job = toJob(r);
+    if (job.status !== 'IN_PROGRESS' || job.workerId !== workerId) return { ok: false, reason: 'stale', job };
+    return { ok: true, job };
+  }
+
+  progress(endpointId: string, jobId: string, workerId: string, outputJson: string): FencedOutcome {
+    const f = this.fenced(endpointId, jobId, workerId);
+    if (!f.ok) return f;
+    this.q('UPDATE jobs SET output = ? WHERE id = ?').run(outputJson, jobId);
+    return { ok: true, job: { ...f.job, outputJson } };
+  }
+
+  finish(endpointId: string, jobId: string, workerId: string, result: WorkerResult, now: number): FencedOutcome {
+    const f = this.fenced(endpointId, jobId, workerId);
+    if (!f.ok) return f;
+    const expire = resultsExpireAt(f.job, now);
+    this.q(
+      `UPDATE jobs SET status = ?, output = ?, error = ?, completed_at = ?, results_expire_at = ?, deadline_at = NULL
+       WHERE id = ?`,
+    ).run(result.status, result.outputJson, result.errorJson, now, expire, jobId);
+    return {
+      ok: true,
+      job: {
+        ...f.job,
+        status: result.status,
+        outputJson: result.outputJson,
+        errorJson: result.errorJson,
+        completedAt: now,
+      },
+    };
+  }
+
+  appendChunks(endpointId: string, jobId: string, workerId: string, chunks: string[]): FencedOutcome {
+    const f = this.fenced(endpointId, jobId, workerId);
+    if (!f.ok) return f;
+    const last = this.q('SELECT MAX(seq) AS s FROM stream_chunks WHERE job_id = ?').get(jobId) as { s: number | null };
+    let seq = last.s ?? 0;
+    const insert = this.q('INSERT INTO stream_chunks (job_id, seq, attempt, body) VALUES (?, ?, ?, ?)');
+    for (const body of chunks) insert.run(jobId, ++seq, f.job.attempt, body);
+    return f;
+  }
+
+  readChunks(endpointId: string, jobId: string, consumer: string): StreamRead {
+    if (!this.row(endpointId, jobId)) return { chunks: [] };
+    const cursor = this.q('SELECT seq FROM stream_cursors WHERE job_id = ? AND consumer = ?').get(jobId, consumer) as
+      { seq: number } | undefined;
+    const from = cursor?.seq ?? 0;
+    const rows = this.q('SELECT seq, body FROM stream_chunks WHERE job_id = ? AND seq > ? ORDER BY seq').all(
+      jobId,
+      from,
+    ) as Array<{
+      seq: number;
+      body: string;
+    }>;
+    if (rows.length > 0) {
+      this.q(
+        `INSERT INTO stream_cursors (job_id, consumer, seq) VALUES (?, ?, ?)
+         ON CONFLICT (job_id, consumer) DO UPDATE SET seq = excluded.seq`,
+      ).run(jobId, consumer, rows[rows.length - 1]!.seq);
+    }
+    return { chunks: rows.map((r) => r.body) };
+  }
+
+  private addStop(workerId: string, jobId: string, now: number): void {
+    this.q('INSERT OR IGNORE INTO job_stops (worker_id, job_id, created_at) VALUES (?, ?, ?)').run(
+      workerId,
+      jobId,
+      now,
+    );
+  }
+
+  cancel(endpointId: string, jobId: string, now: number): CancelOutcome {
+    const r = this.row(endpointId, jobId);
+    if (!r) return { outcome: 'not_found' };
+    const job = toJob(r);
+    if (job.status !== 'IN_QUEUE' && job.status !== 'IN_PROGRESS') return { outcome: 'final', job };
+    const stopWorkerId = job.status === 'IN_PROGRESS' ? job.workerId : null;
+    if (stopWorkerId) this.addStop(stopWorkerId, jobId, now);
+    const expire = resultsExpireAt(job, now);
+    this.q(
+      `UPDATE jobs SET status = 'CANCELLED', completed_at = ?, results_expire_at = ?, deadline_at = NULL WHERE id = ?`,
+    ).run(now, expire, jobId);
+    return { outcome: 'cancelled', job: { ...job, status: 'CANCELLED', completedAt: now }, stopWorkerId };
+  }
+
+  retry(endpointId: string, jobId: string, now: number): RetryOutcome {
+    const r = this.row(endpointId, jobId);
+    if (!r) return { outcome: 'not_found' };
+    const job = toJob(r);
+    if (job.status !== 'FAILED' && job.status !== 'TIMED_OUT') return { outcome: 'not_retryable', job };
+    this.q(
+      `UPDATE jobs SET status = 'IN_QUEUE', queued_at = ?, started_at = NULL, completed_at = NULL, results_expire_at = NULL,
+         deadline_at = NULL, worker_id = NULL, output = NULL, error = NULL, retries = retries + 1 WHERE id = ?`,
+    ).run(now, jobId);
+    this.clearStream(jobId);
+    const updated = this.row(endpointId, jobId)!;
+    return { outcome: 'queued', job: toJob(updated) };
+  }
+
+  purge(endpointId: string, now: number): number {
+    const rows = this.q(`DELETE FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' RETURNING id`).all(
+      endpointId,
+    ) as Array<{
+      id: string;
+    }>;
+    void now;
+    return rows.length;
+  }
+
+  setTtl(endpointId: string, jobId: string, ttlMs: number): Job | null {
+    const r = this.row(endpointId, jobId);
+    if (!r) return null;
+    const job = toJob(r);
+    const expiresAt = job.createdAt + ttlMs;
+    const policy = { ...job.policy, ttlMs };
+    const resultsAt = job.completedAt === null ? null : Math.min(job.completedAt + job.retentionMs, expiresAt);
+    this.q('UPDATE jobs SET expires_at = ?, ttl_ms = ?, policy = ?, results_expire_at = ? WHERE id = ?').run(
+      expiresAt,
+      ttlMs,
+      JSON.stringify(policy),
+      resultsAt,
+      jobId,
+    );
+    return { ...job, expiresAt, policy };
+  }
+
+  counts(endpointId: string): JobCounts {
+    const rows = this.q(
+      'SELECT status, COUNT(*) AS n, SUM(retries > 0) AS r FROM jobs WHERE endpoint_id = ? GROUP BY status',
+    ).all(endpointId) as Array<{ status: string; n: number; r: number }>;
+    const c: JobCounts = { inQueue: 0, inProgress: 0, completed: 0, failed: 0, cancelled: 0, timedOut: 0, retried: 0 };
+    for (const row of rows) {
+      c.retried += row.r;
+      if (row.status === 'IN_QUEUE') c.inQueue = row.n;
+      else if (row.status === 'IN_PROGRESS') c.inProgress = row.n;
+      else if (row.status === 'COMPLETED') c.completed = row.n;
+      else if (row.status === 'FAILED') c.failed = row.n;
+      else if (row.status === 'CANCELLED') c.cancelled = row.n;
+      else if (row.status === 'TIMED_OUT') c.timedOut = row.n;
+    }
+    return c;
+  }
+
+  snapshot(endpointId: string): QueueSnapshot {
+    const q = this.q(
+      `SELECT SUM(low_priority = 0) AS normal, SUM(low_priority = 1) AS low,
+              MIN(CASE WHEN low_priority = 0 THEN queued_at END) AS oldest
+       FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE'`,
+    ).get(endpointId) as { normal: number | null; low: number | null; oldest: number | null };
+    const p = this.q(`SELECT COUNT(*) AS n FROM jobs WHERE endpoint_id = ? AND status = 'IN_PROGRESS'`).get(
+      endpointId,
+    ) as {
+      n: number;
+    };
+    return { inQueue: q.normal ?? 0, inQueueLowPriority: q.low ?? 0, inProgress: p.n, oldestQueuedAt: q.oldest };
+  }
+
+  activeEndpoints(): string[] {
+    const rows = this.q(
+      `SELECT DISTINCT endpoint_id FROM jobs WHERE status IN ('IN_QUEUE', 'IN_PROGRESS')`,
+    ).all() as Array<{ endpoint_id: string }>;
+    return rows.map((r) => r.endpoint_id);
+  }
+
+  /** A new attempt streams from scratch: drop the old chunks and every consumer's cursor with them. */
+  private clearStream(jobId: string): void {
+    this.q('DELETE FROM stream_chunks WHERE job_id = ?').run(jobId);
+    this.q('DELETE FROM stream_cursors WHERE job_id = ?').run(jobId);
+  }
+
+  private deleteJob(job: Job, reason: TombstoneReason, now: number): void {
+    this.q('DELETE FROM jobs WHERE id = ?').run(job.id);
+    this.clearStream(job.id);
+    this.q(
+      `INSERT INTO tombstones (id, endpoint_id, reason, deleted_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET reason = excluded.reason, deleted_at = excluded.deleted_at`,
+    ).run(job.id, job.endpointId, reason, now);
+  }
+
+  expire(now: number, limit: number): SweptJob[] {
+    const rows = this.q('SELECT * FROM jobs WHERE expires_at <= ? ORDER BY expires_at LIMIT ?').all(
+      now,
+      limit,
+    ) as unknown as JobRow[];
+    return rows.map((r) => {
+      const job = toJob(r);
+      const stopWorkerId = job.status === 'IN_PROGRESS' ? job.workerId : null;
+      if (stopWorkerId) this.addStop(stopWorkerId, job.id, now);
+      this.deleteJob(job, 'TTL_EXPIRED', now);
+      return { job, stopWorkerId };
+    });
+  }
+
+  expireResults(now: number, limit: number): number {
+    const rows = this.q(
+      'SELECT * FROM jobs WHERE results_expire_at IS NOT NULL AND results_expire_at <= ? LIMIT ?',
+    ).all(now, limit) as unknown as JobRow[];
+    for (const r of rows) this.deleteJob(toJob(r), 'RESULTS_EXPIRED', now);
+    return rows.length;
+  }
+
+  timeout(now: number, limit: number): SweptJob[] {
+    const rows = this.q(
+      `SELECT * FROM jobs WHERE status = 'IN_PROGRESS' AND deadline_at <= ? ORDER BY deadline_at LIMIT ?`,
+    ).all(now, limit) as unknown as JobRow[];
+    return rows.map((r) => {
+      const job = toJob(r);
+      if (job.workerId) this.addStop(job.workerId, job.id, now);
+      this.q(
+        `UPDATE jobs SET status = 'TIMED_OUT', completed_at = ?, results_expire_at = ?, deadline_at = NULL WHERE id = ?`,
+      ).run(now, resultsExpireAt(job, now), job.id);
+      return { job: { ...job, status: 'TIMED_OUT', completedAt: now }, stopWorkerId: job.workerId };
+    });
+  }
+
+  pruneTombstones(before: number): number {
+    return Number(this.q('DELETE FROM tombstones WHERE deleted_at < ?').run(before).changes);
+  }
+
+  runningByWorker(endpointId: string): Record<string, number> {
+    const rows = this.q(
+      `SELECT worker_id, COUNT(*) AS n FROM jobs WHERE endpoint_id = ? AND status = 'IN_PROGRESS' GROUP BY worker_id`,
+    ).all(endpointId) as Array<{ worker_id: string; n: number }>;
+    return Object.fromEntries(rows.map((r) => [r.worker_id, r.n]));
+  }
+
+  workerJobIds(workerId: string): string[] {
+    const rows = this.q(`SELECT id FROM jobs WHERE worker_id = ? AND status = 'IN_PROGRESS'`).all(workerId) as Array<{
+      id: string;
+    }>;
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * A worker lost its jobs (lease ran out, process exited, ping showed them gone). Each goes back to the queue with
+   * the attempt fenced out (worker_id cleared, so the old holder's late posts are refused), or FAILS once it has been
+   * handed out `maxAttempts` times, so a poison job cannot crash workers forever.
+   */
+  release(workerId: string, now: number, maxAttempts: number, reason: string, onlyJobIds?: string[]): LeaseSweep {
+    const rows = this.q(`SELECT * FROM jobs WHERE worker_id = ? AND status = 'IN_PROGRESS'`).all(
+      workerId,
+    ) as unknown as JobRow[];
+    const sweep: LeaseSweep = { workerIds: [], requeued: [], failed: [] };
+    for (const r of rows) {
+      if (onlyJobIds && !onlyJobIds.includes(r.id)) continue;
+      const job = toJob(r);
+      if (job.attempt >= maxAttempts) {
+        const errorJson = JSON.stringify(
+          `worker ${workerId} was lost (${reason}) on attempt ${job.attempt} of ${maxAttempts}`,
+        );
+        this.q(
+          `UPDATE jobs SET status = 'FAILED', error = ?, completed_at = ?, results_expire_at = ?, deadline_at = NULL,
+             retries = retries + 1 WHERE id = ?`,
+        ).run(errorJson, now, resultsExpireAt(job, now), job.id);
+        sweep.failed.push({ ...job, status: 'FAILED', errorJson, completedAt: now, retries: job.retries + 1 });
+      } else {
+        this.q(
+          `UPDATE jobs SET status = 'IN_QUEUE', queued_at = ?, started_at = NULL, deadline_at = NULL, worker_id = NULL,
+             output = NULL, retries = retries + 1 WHERE id = ?`,
+        ).run(now, job.id);
+        // Chunks of the lost attempt would interleave with the next attempt's: drop them.
+        this.clearStream(job.id);
+        sweep.requeued.push({
+          ...job,
+          status: 'IN_QUEUE',
+          queuedAt: now,
+          startedAt: null,
+          workerId: null,
+          retries: job.retries + 1,
+        });
+      }
+    }
+    return sweep;
+  }
+
+  takeStops(workerId: string): string[] {
+    const rows = this.q('DELETE FROM job_stops WHERE worker_id = ? RETURNING job_id').all(workerId) as Array<{
+      job_id: string;
+    }>;
+    return rows.map((r) => r.job_id);
+  }
+}

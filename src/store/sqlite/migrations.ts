@@ -1,0 +1,152 @@
+import type { DatabaseSync } from 'node:sqlite';
+
+/**
+ * Numbered, append-only migrations (STYLE.md habit 6). Never edit one that shipped: add the next number.
+ * The ledger row is inserted in the same transaction as the change, so a crash mid-migration leaves no trace.
+ */
+export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+  {
+    version: 1,
+    name: 'jobs, workers and accounts',
+    sql: `
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY,
+  endpoint_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  input TEXT NOT NULL,
+  webhook TEXT,
+  policy TEXT NOT NULL,
+  policy_given INTEGER NOT NULL,
+  low_priority INTEGER NOT NULL,
+  execution_timeout_ms INTEGER NOT NULL,
+  ttl_ms INTEGER NOT NULL,
+  s3_config TEXT,
+  mode TEXT NOT NULL,
+  retention_ms INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  queued_at INTEGER NOT NULL,
+  started_at INTEGER,
+  completed_at INTEGER,
+  expires_at INTEGER NOT NULL,
+  results_expire_at INTEGER,
+  deadline_at INTEGER,
+  attempt INTEGER NOT NULL DEFAULT 0,
+  retries INTEGER NOT NULL DEFAULT 0,
+  worker_id TEXT,
+  output TEXT,
+  error TEXT
+);
+CREATE INDEX jobs_queue ON jobs (endpoint_id, queued_at) WHERE status = 'IN_QUEUE';
+CREATE INDEX jobs_endpoint_status ON jobs (endpoint_id, status);
+CREATE INDEX jobs_expires ON jobs (expires_at);
+CREATE INDEX jobs_results ON jobs (results_expire_at) WHERE results_expire_at IS NOT NULL;
+CREATE INDEX jobs_deadline ON jobs (deadline_at) WHERE status = 'IN_PROGRESS';
+CREATE INDEX jobs_worker ON jobs (worker_id) WHERE status = 'IN_PROGRESS';
+
+CREATE TABLE stream_chunks (
+  job_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  body TEXT NOT NULL,
+  PRIMARY KEY (job_id, seq)
+) WITHOUT ROWID;
+
+CREATE TABLE stream_cursors (
+  job_id TEXT NOT NULL,
+  consumer TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  PRIMARY KEY (job_id, consumer)
+) WITHOUT ROWID;
+
+CREATE TABLE job_stops (
+  worker_id TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (worker_id, job_id)
+) WITHOUT ROWID;
+
+CREATE TABLE tombstones (
+  id TEXT PRIMARY KEY,
+  endpoint_id TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  deleted_at INTEGER NOT NULL
+);
+CREATE INDEX tombstones_deleted ON tombstones (deleted_at);
+
+CREATE TABLE workers (
+  id TEXT PRIMARY KEY,
+  endpoint_id TEXT NOT NULL,
+  key_hash TEXT,
+  version INTEGER NOT NULL,
+  managed INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT,
+  gpu_type_id TEXT,
+  gpu_count INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  last_seen_at INTEGER NOT NULL,
+  retired INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX workers_endpoint ON workers (endpoint_id);
+CREATE UNIQUE INDEX workers_key ON workers (key_hash) WHERE key_hash IS NOT NULL;
+CREATE INDEX workers_seen ON workers (last_seen_at);
+
+CREATE TABLE users (id TEXT PRIMARY KEY, doc TEXT NOT NULL);
+CREATE TABLE api_keys (
+  id TEXT PRIMARY KEY,
+  user_id TEXT NOT NULL,
+  hash TEXT NOT NULL UNIQUE,
+  doc TEXT NOT NULL
+);
+CREATE INDEX api_keys_user ON api_keys (user_id);
+CREATE TABLE templates (
+  id TEXT PRIMARY KEY,
+  user_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  doc TEXT NOT NULL
+);
+CREATE UNIQUE INDEX templates_name ON templates (user_id, name);
+CREATE TABLE endpoints (
+  id TEXT PRIMARY KEY,
+  user_id TEXT NOT NULL,
+  template_id TEXT NOT NULL,
+  doc TEXT NOT NULL
+);
+CREATE INDEX endpoints_user ON endpoints (user_id);
+`,
+  },
+];
+
+export function migrate(db: DatabaseSync): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
+  const row = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
+  const current = row.v ?? 0;
+  const latest = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
+  if (current > latest) {
+    throw new Error(
+      `The database schema is at version ${current} but this Wharf knows only up to ${latest}; upgrade Wharf before using this data directory`,
+    );
+  }
+  for (const m of MIGRATIONS) {
+    if (m.version <= current) continue;
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+        m.version,
+        m.name,
+        Date.now(),
+      );
+      db.exec(m.sql);
+      db.exec('COMMIT');
+    } catch (error) {
+      db.exec('ROLLBACK');
+      throw new Error(`Migration ${m.version} (${m.name}) failed`, { cause: error });
+    }
+  }
+}
+
+export function schemaVersion(db: DatabaseSync): number {
+  const row = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
+  return row.v ?? 0;
+}

@@ -1,0 +1,95 @@
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import type { WorkerRecord, WorkerState } from '../../domain/index.ts';
+import { toWorker, type WorkerRow } from './rows.ts';
+
+export class SqliteWorkers {
+  private readonly db: DatabaseSync;
+  private readonly stmts = new Map<string, StatementSync>();
+
+  constructor(db: DatabaseSync) {
+    this.db = db;
+  }
+
+  private q(sql: string): StatementSync {
+    let s = this.stmts.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.stmts.set(sql, s);
+    }
+    return s;
+  }
+
+  upsert(w: WorkerRecord): void {
+    this.q(
+      `INSERT INTO workers (id, endpoint_id, key_hash, version, managed, state, reason, gpu_type_id, gpu_count,
+         created_at, last_seen_at, retired)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET endpoint_id = excluded.endpoint_id, key_hash = excluded.key_hash,
+         version = excluded.version, managed = excluded.managed, state = excluded.state, reason = excluded.reason,
+         gpu_type_id = excluded.gpu_type_id, gpu_count = excluded.gpu_count, last_seen_at = excluded.last_seen_at,
+         retired = excluded.retired`,
+    ).run(
+      w.id,
+      w.endpointId,
+      w.keyHash,
+      w.version,
+      w.managed ? 1 : 0,
+      w.state,
+      w.reason,
+      w.gpuTypeId,
+      w.gpuCount,
+      w.createdAt,
+      w.lastSeenAt,
+      w.retired ? 1 : 0,
+    );
+  }
+
+  get(id: string): WorkerRecord | null {
+    const r = this.q('SELECT * FROM workers WHERE id = ?').get(id) as WorkerRow | undefined;
+    return r ? toWorker(r) : null;
+  }
+
+  byKeyHash(hash: string): WorkerRecord | null {
+    const r = this.q('SELECT * FROM workers WHERE key_hash = ?').get(hash) as WorkerRow | undefined;
+    return r ? toWorker(r) : null;
+  }
+
+  list(endpointId?: string): WorkerRecord[] {
+    const rows = (endpointId === undefined
+      ? this.q('SELECT * FROM workers ORDER BY created_at').all()
+      : this.q('SELECT * FROM workers WHERE endpoint_id = ? ORDER BY created_at').all(
+          endpointId,
+        )) as unknown as WorkerRow[];
+    return rows.map(toWorker);
+  }
+
+  touch(id: string, now: number, patch: { state?: WorkerState; reason?: string | null; retired?: boolean } = {}): void {
+    this.q(
+      `UPDATE workers SET last_seen_at = MAX(last_seen_at, ?),
+         state = COALESCE(?, state),
+         reason = CASE WHEN ? THEN ? ELSE reason END,
+         retired = COALESCE(?, retired)
+       WHERE id = ?`,
+    ).run(
+      now,
+      patch.state ?? null,
+      patch.reason !== undefined ? 1 : 0,
+      patch.reason ?? null,
+      patch.retired === undefined ? null : patch.retired ? 1 : 0,
+      id,
+    );
+  }
+
+  /** Workers whose lease ran out and that still count as alive. */
+  silentSince(silentSince: number): string[] {
+    const rows = this.q(
+      `SELECT id FROM workers WHERE last_seen_at < ? AND NOT (state = 'unhealthy' AND reason = 'lease-expired')`,
+    ).all(silentSince) as Array<{ id: string }>;
+    return rows.map((r) => r.id);
+  }
+
+  remove(id: string): void {
+    this.q('DELETE FROM workers WHERE id = ?').run(id);
+    this.q('DELETE FROM job_stops WHERE worker_id = ?').run(id);
+  }
+}

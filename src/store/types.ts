@@ -1,0 +1,199 @@
+/**
+ * The Store: the only place with state (DESIGN.md §1). Verbs are the domain's; no driver type appears here.
+ * Every job transition is one atomic operation, so a crash between two calls never leaves a half-applied change.
+ * Implementations: sqlite/ (embedded default) and, later, postgres/. Both pass test/store/contract.ts.
+ */
+import type {
+  ApiKey,
+  Endpoint,
+  Job,
+  JobPolicy,
+  SubmitMode,
+  Template,
+  TombstoneReason,
+  User,
+  WorkerRecord,
+  WorkerResult,
+  WorkerState,
+} from '../domain/index.ts';
+
+export interface NewJob {
+  id: string;
+  endpointId: string;
+  inputJson: string;
+  webhook: string | null;
+  policy: JobPolicy;
+  policyGiven: boolean;
+  s3ConfigJson: string | null;
+  mode: SubmitMode;
+  retentionMs: number;
+  createdAt: number;
+}
+
+/** Result of an operation fenced by the worker's hold on a job. */
+export type FencedOutcome =
+  { ok: true; job: Job } | { ok: false; reason: 'not_found' } | { ok: false; reason: 'stale'; job: Job };
+
+export type CancelOutcome =
+  | {
+      outcome: 'cancelled';
+      job: Job;
+      /** the worker that must be told to stop, if it was running */ stopWorkerId: string | null;
+    }
+  | { outcome: 'final'; job: Job }
+  | { outcome: 'not_found' };
+
+export type RetryOutcome =
+  { outcome: 'queued'; job: Job } | { outcome: 'not_retryable'; job: Job } | { outcome: 'not_found' };
+
+export interface JobCounts {
+  inQueue: number;
+  inProgress: number;
+  completed: number;
+  failed: number;
+  cancelled: number;
+  timedOut: number;
+  /** Jobs still held whose retries > 0 (went back to the queue after a lost worker or were retried). */
+  retried: number;
+}
+
+export interface QueueSnapshot {
+  inQueue: number;
+  inQueueLowPriority: number;
+  inProgress: number;
+  /** Submission (or retry) time of the oldest non-low-priority queued job. */
+  oldestQueuedAt: number | null;
+}
+
+/** A job that a sweep changed, with the worker to notify when it was running. */
+export interface SweptJob {
+  job: Job;
+  stopWorkerId: string | null;
+}
+
+export interface LeaseSweep {
+  /** Workers whose lease ran out (marked unhealthy/lost). */
+  workerIds: string[];
+  /** Jobs put back into the queue. */
+  requeued: Job[];
+  /** Jobs that ran out of attempts and failed. */
+  failed: Job[];
+}
+
+export interface StreamRead {
+  /** Chunk bodies (`{"output": …}` JSON text) the consumer had not seen, in order. */
+  chunks: string[];
+}
+
+export interface JobStore {
+  /** Durable before it resolves: the job survives kill -9 from then on. */
+  submitJob(job: NewJob): Promise<Job>;
+  /** Hand up to `max` queued jobs (FIFO) to a worker: IN_PROGRESS, attempt + 1, started now. */
+  takeJobs(endpointId: string, workerId: string, max: number, now: number): Promise<Job[]>;
+  getJob(endpointId: string, jobId: string): Promise<Job | null>;
+  getTombstone(endpointId: string, jobId: string): Promise<TombstoneReason | null>;
+  recordProgress(endpointId: string, jobId: string, workerId: string, outputJson: string): Promise<FencedOutcome>;
+  finishJob(
+    endpointId: string,
+    jobId: string,
+    workerId: string,
+    result: WorkerResult,
+    now: number,
+  ): Promise<FencedOutcome>;
+  appendChunks(endpointId: string, jobId: string, workerId: string, chunksJson: string[]): Promise<FencedOutcome>;
+  /** Chunks not yet returned to this consumer; advances the consumer's cursor in the same transaction. */
+  readChunks(endpointId: string, jobId: string, consumer: string): Promise<StreamRead>;
+  cancelJob(endpointId: string, jobId: string, now: number): Promise<CancelOutcome>;
+  retryJob(endpointId: string, jobId: string, now: number): Promise<RetryOutcome>;
+  /** Remove the endpoint's queued jobs (running ones are untouched); returns how many. */
+  purgeQueue(endpointId: string, now: number): Promise<number>;
+  /** Set the job's ttl (counted from submission). Returns the updated job or null when unknown. */
+  setJobTtl(endpointId: string, jobId: string, ttlMs: number): Promise<Job | null>;
+  jobCounts(endpointId: string): Promise<JobCounts>;
+  queueSnapshot(endpointId: string): Promise<QueueSnapshot>;
+  /** Endpoint ids that have queued or running jobs (for the autoscaler). */
+  activeEndpointIds(): Promise<string[]>;
+
+  // Sweeps: each returns what it changed so the engine can wake waiters and stop workers.
+  /** ttl ran out: delete (whatever the state) and leave a tombstone. */
+  expireJobs(now: number, limit: number): Promise<SweptJob[]>;
+  /** Retention after completion ran out: delete and leave a tombstone. */
+  expireResults(now: number, limit: number): Promise<number>;
+  /** Running attempts past their execution timeout become TIMED_OUT. */
+  timeoutJobs(now: number, limit: number): Promise<SweptJob[]>;
+  pruneTombstones(before: number): Promise<number>;
+
+  // Workers and leases.
+  upsertWorker(worker: WorkerRecord): Promise<void>;
+  getWorker(workerId: string): Promise<WorkerRecord | null>;
+  findWorkerByKeyHash(keyHash: string): Promise<WorkerRecord | null>;
+  listWorkers(endpointId?: string): Promise<WorkerRecord[]>;
+  /** Renew the lease (and optionally change state/reason). */
+  touchWorker(
+    workerId: string,
+    now: number,
+    patch?: { state?: WorkerState; reason?: string | null; retired?: boolean },
+  ): Promise<void>;
+  /** Running jobs per worker of an endpoint (workers holding none are absent). */
+  runningByWorker(endpointId: string): Promise<Record<string, number>>;
+  /** Jobs this worker holds (IN_PROGRESS with its id). */
+  workerJobIds(workerId: string): Promise<string[]>;
+  /**
+   * Put the worker's running jobs back into the queue (attempt fenced out, retries + 1), or FAILED after
+   * `maxAttempts`. `onlyJobIds` restricts it to those jobs (a ping showed they were lost); omitted = all.
+   */
+  releaseWorkerJobs(
+    workerId: string,
+    now: number,
+    maxAttempts: number,
+    reason: string,
+    onlyJobIds?: string[],
+  ): Promise<LeaseSweep>;
+  /** Workers silent since before `silentSince` lose their lease and their jobs (as releaseWorkerJobs). */
+  expireWorkerLeases(silentSince: number, now: number, maxAttempts: number): Promise<LeaseSweep>;
+  deleteWorker(workerId: string): Promise<void>;
+  /** Pending stop orders for a worker, consumed by this call. */
+  takeStops(workerId: string): Promise<string[]>;
+}
+
+export interface AccountStore {
+  createUser(user: User): Promise<void>;
+  getUser(userId: string): Promise<User | null>;
+  listUsers(): Promise<User[]>;
+  createApiKey(key: ApiKey): Promise<void>;
+  findApiKeyByHash(hash: string): Promise<ApiKey | null>;
+  listApiKeys(userId: string): Promise<ApiKey[]>;
+  revokeApiKey(userId: string, keyId: string, now: number): Promise<boolean>;
+}
+
+export interface ResourceStore {
+  createTemplate(t: Template): Promise<void>;
+  getTemplate(userId: string, id: string): Promise<Template | null>;
+  listTemplates(userId: string): Promise<Template[]>;
+  updateTemplate(t: Template): Promise<void>;
+  deleteTemplate(userId: string, id: string): Promise<boolean>;
+  createEndpoint(e: Endpoint): Promise<void>;
+  /** userId null: any owner (internal use by the engine and the fleet). */
+  getEndpoint(userId: string | null, id: string): Promise<Endpoint | null>;
+  listEndpoints(userId: string | null): Promise<Endpoint[]>;
+  updateEndpoint(e: Endpoint): Promise<void>;
+  /** Deletes the endpoint with its jobs, workers and history. */
+  deleteEndpoint(userId: string, id: string): Promise<boolean>;
+  endpointsUsingTemplate(userId: string, templateId: string): Promise<string[]>;
+}
+
+/** Backend differences, in one table (STYLE.md habit 4). */
+export interface StoreCapabilities {
+  readonly name: 'sqlite' | 'postgres';
+  /** Several server processes may share this store. */
+  readonly multiNode: boolean;
+}
+
+export interface Store extends JobStore, AccountStore, ResourceStore {
+  readonly capabilities: StoreCapabilities;
+  /** Apply pending migrations; refuse a schema newer than this code knows. */
+  migrate(): Promise<void>;
+  /** Cheap liveness probe for /readyz. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
