@@ -1,0 +1,390 @@
+/**
+ * The Store contract: every implementation (SQLite now, PostgreSQL later) runs these same tests unchanged
+ * (STYLE.md habit 3). A test that applies to one backend lives in that backend's own file and says why.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import type { Endpoint, Template, WorkerRecord } from '../../src/domain/index.ts';
+import { ENDPOINT_DEFAULTS, TEMPLATE_DEFAULTS } from '../../src/domain/index.ts';
+import type { NewJob, Store } from '../../src/store/index.ts';
+
+const T0 = 1_700_000_000_000;
+
+export function newJob(endpointId: string, over: Partial<NewJob> = {}): NewJob {
+  return {
+    id: `${randomUUID()}-t`,
+    endpointId,
+    inputJson: JSON.stringify({ n: Math.random() }),
+    webhook: null,
+    policy: { executionTimeoutMs: 60_000, lowPriority: false, ttlMs: 3_600_000 },
+    policyGiven: false,
+    s3ConfigJson: null,
+    mode: 'async',
+    retentionMs: 1_800_000,
+    createdAt: T0,
+    ...over,
+  };
+}
+
+export function worker(id: string, endpointId: string, over: Partial<WorkerRecord> = {}): WorkerRecord {
+  return {
+    id,
+    endpointId,
+    keyHash: null,
+    version: 1,
+    managed: false,
+    state: 'idle',
+    reason: null,
+    gpuTypeId: null,
+    gpuCount: 0,
+    createdAt: T0,
+    lastSeenAt: T0,
+    retired: false,
+    ...over,
+  };
+}
+
+const COMPLETED = { status: 'COMPLETED', outputJson: '{"ok":1}', errorJson: null, stopPod: false } as const;
+
+export function storeContract(name: string, open: () => Promise<Store>): void {
+  describe(`Store contract: ${name}`, () => {
+    let store: Store;
+    const ep = 'ep0000000000001';
+
+    beforeEach(async () => {
+      store = await open();
+      await store.migrate();
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    describe('submit and take', () => {
+      it('hands jobs out in FIFO order, each to one worker, incrementing the attempt', async () => {
+        const a = await store.submitJob(newJob(ep, { createdAt: T0 }));
+        const b = await store.submitJob(newJob(ep, { createdAt: T0 + 1 }));
+        const c = await store.submitJob(newJob(ep, { createdAt: T0 + 2 }));
+        const first = await store.takeJobs(ep, 'w1', 2, T0 + 10);
+        expect(first.map((j) => j.id)).toEqual([a.id, b.id]);
+        expect(first.every((j) => j.status === 'IN_PROGRESS' && j.attempt === 1 && j.workerId === 'w1')).toBe(true);
+        const second = await store.takeJobs(ep, 'w2', 5, T0 + 11);
+        expect(second.map((j) => j.id)).toEqual([c.id]);
+        expect(await store.takeJobs(ep, 'w3', 5, T0 + 12)).toEqual([]);
+      });
+
+      it('concurrent takes in one batch never hand the same job twice', async () => {
+        const ids = new Set<string>();
+        for (let i = 0; i < 20; i++) ids.add((await store.submitJob(newJob(ep, { createdAt: T0 + i }))).id);
+        const takes = await Promise.all(Array.from({ length: 10 }, (_, i) => store.takeJobs(ep, `w${i}`, 3, T0 + 100)));
+        const taken = takes.flat().map((j) => j.id);
+        expect(new Set(taken).size).toBe(taken.length);
+        expect(taken.length).toBe(20);
+        for (const id of taken) expect(ids.has(id)).toBe(true);
+      });
+
+      it('keeps endpoints apart', async () => {
+        await store.submitJob(newJob('other-endpoint'));
+        expect(await store.takeJobs(ep, 'w1', 5, T0 + 1)).toEqual([]);
+      });
+
+      it('never hands out a job whose ttl ran out', async () => {
+        await store.submitJob(
+          newJob(ep, { policy: { executionTimeoutMs: 60_000, lowPriority: false, ttlMs: 10_000 } }),
+        );
+        expect(await store.takeJobs(ep, 'w1', 1, T0 + 10_001)).toEqual([]);
+      });
+
+      it('stores input, webhook, policy and s3Config untouched', async () => {
+        const j = newJob(ep, {
+          inputJson: '{"prompt":"héllo","n":[1,2]}',
+          webhook: 'http://127.0.0.1:9/h',
+          policyGiven: true,
+          s3ConfigJson: '{"bucketName":"b"}',
+        });
+        await store.submitJob(j);
+        const got = await store.getJob(ep, j.id);
+        expect(got).toMatchObject({
+          inputJson: j.inputJson,
+          webhook: j.webhook,
+          policyGiven: true,
+          s3ConfigJson: j.s3ConfigJson,
+          status: 'IN_QUEUE',
+        });
+        expect(got?.expiresAt).toBe(T0 + 3_600_000);
+        expect(await store.getJob('other-endpoint', j.id)).toBeNull();
+      });
+    });
+
+    describe('fenced worker posts', () => {
+      it('accepts progress, chunks and the result only from the holder; completes once', async () => {
+        const j = await store.submitJob(newJob(ep));
+        await store.takeJobs(ep, 'w1', 1, T0 + 5);
+        expect((await store.recordProgress(ep, j.id, 'w2', '"x"')).ok).toBe(false);
+        expect((await store.recordProgress(ep, j.id, 'w1', '{"pct":50}')).ok).toBe(true);
+        expect((await store.getJob(ep, j.id))?.outputJson).toBe('{"pct":50}');
+        expect((await store.appendChunks(ep, j.id, 'w2', ['{"output":1}'])).ok).toBe(false);
+        expect((await store.appendChunks(ep, j.id, 'w1', ['{"output":1}', '{"output":2}'])).ok).toBe(true);
+        const done = await store.finishJob(ep, j.id, 'w1', COMPLETED, T0 + 50);
+        expect(done.ok).toBe(true);
+        const again = await store.finishJob(ep, j.id, 'w1', { ...COMPLETED, outputJson: '"second"' }, T0 + 60);
+        expect(again).toMatchObject({ ok: false, reason: 'stale' });
+        const final = await store.getJob(ep, j.id);
+        expect(final).toMatchObject({ status: 'COMPLETED', outputJson: '{"ok":1}', completedAt: T0 + 50 });
+        expect((await store.finishJob(ep, 'missing', 'w1', COMPLETED, T0)).ok).toBe(false);
+      });
+
+      it('gives each consumer the chunks it has not seen yet', async () => {
+        const j = await store.submitJob(newJob(ep));
+        await store.takeJobs(ep, 'w1', 1, T0 + 5);
+        await store.appendChunks(ep, j.id, 'w1', ['{"output":"a"}']);
+        expect((await store.readChunks(ep, j.id, 'k1')).chunks).toEqual(['{"output":"a"}']);
+        expect((await store.readChunks(ep, j.id, 'k1')).chunks).toEqual([]);
+        await store.appendChunks(ep, j.id, 'w1', ['{"output":"b"}']);
+        expect((await store.readChunks(ep, j.id, 'k1')).chunks).toEqual(['{"output":"b"}']);
+        expect((await store.readChunks(ep, j.id, 'k2')).chunks).toEqual(['{"output":"a"}', '{"output":"b"}']);
+      });
+    });
+
+    describe('cancel, retry, purge', () => {
+      it('cancels queued and running jobs; a running one gets a stop order; final jobs are left alone', async () => {
+        const q = await store.submitJob(newJob(ep, { createdAt: T0 + 2 }));
+        const r = await store.submitJob(newJob(ep, { createdAt: T0 + 1 }));
+        await store.takeJobs(ep, 'w1', 1, T0 + 5);
+        expect(await store.cancelJob(ep, q.id, T0 + 6)).toMatchObject({ outcome: 'cancelled', stopWorkerId: null });
+        expect(await store.cancelJob(ep, r.id, T0 + 6)).toMatchObject({ outcome: 'cancelled', stopWorkerId: 'w1' });
+        expect(await store.takeStops('w1')).toEqual([r.id]);
+        expect(await store.takeStops('w1')).toEqual([]);
+        expect(await store.cancelJob(ep, r.id, T0 + 7)).toMatchObject({ outcome: 'final' });
+        expect(await store.cancelJob(ep, 'nope', T0 + 7)).toMatchObject({ outcome: 'not_found' });
+        expect(await store.takeJobs(ep, 'w2', 5, T0 + 8)).toEqual([]);
+        expect((await store.finishJob(ep, r.id, 'w1', COMPLETED, T0 + 9)).ok).toBe(false);
+      });
+
+      it('retries only FAILED and TIMED_OUT jobs, with the same id and input and cleared results', async () => {
+        const j = await store.submitJob(newJob(ep));
+        await store.takeJobs(ep, 'w1', 1, T0 + 5);
+        await store.appendChunks(ep, j.id, 'w1', ['{"output":1}']);
+        await store.finishJob(
+          ep,
+          j.id,
+          'w1',
+          { status: 'FAILED', outputJson: '"partial"', errorJson: '"boom"', stopPod: false },
+          T0 + 6,
+        );
+        const res = await store.retryJob(ep, j.id, T0 + 7);
+        expect(res).toMatchObject({ outcome: 'queued' });
+        const after = await store.getJob(ep, j.id);
+        expect(after).toMatchObject({
+          status: 'IN_QUEUE',
+          outputJson: null,
+          errorJson: null,
+          inputJson: j.inputJson,
+          queuedAt: T0 + 7,
+        });
+        expect((await store.readChunks(ep, j.id, 'k')).chunks).toEqual([]);
+        const [again] = await store.takeJobs(ep, 'w2', 1, T0 + 8);
+        expect(again).toMatchObject({ id: j.id, attempt: 2 });
+        await store.finishJob(ep, j.id, 'w2', COMPLETED, T0 + 9);
+        expect(await store.retryJob(ep, j.id, T0 + 10)).toMatchObject({ outcome: 'not_retryable' });
+      });
+
+      it('purges queued jobs only', async () => {
+        const running = await store.submitJob(newJob(ep, { createdAt: T0 }));
+        await store.submitJob(newJob(ep, { createdAt: T0 + 1 }));
+        await store.submitJob(newJob(ep, { createdAt: T0 + 2 }));
+        await store.takeJobs(ep, 'w1', 1, T0 + 5);
+        expect(await store.purgeQueue(ep, T0 + 6)).toBe(2);
+        expect((await store.getJob(ep, running.id))?.status).toBe('IN_PROGRESS');
+        expect(await store.jobCounts(ep)).toMatchObject({ inQueue: 0, inProgress: 1 });
+      });
+    });
+
+    describe('sweeps', () => {
+      it('expires jobs by ttl whatever their state, with a tombstone and a stop order for the runner', async () => {
+        const short = { executionTimeoutMs: 60_000, lowPriority: false, ttlMs: 10_000 };
+        const queued = await store.submitJob(newJob(ep, { policy: short, createdAt: T0 + 1 }));
+        const running = await store.submitJob(newJob(ep, { policy: short, createdAt: T0 }));
+        await store.takeJobs(ep, 'w1', 1, T0 + 5);
+        expect(await store.expireJobs(T0 + 9_999, 100)).toEqual([]);
+        const swept = await store.expireJobs(T0 + 10_001, 100);
+        expect(swept.map((s) => s.job.id).sort()).toEqual([queued.id, running.id].sort());
+        expect(swept.find((s) => s.job.id === running.id)?.stopWorkerId).toBe('w1');
+        expect(await store.getJob(ep, running.id)).toBeNull();
+        expect(await store.getTombstone(ep, running.id)).toBe('TTL_EXPIRED');
+        expect(await store.takeStops('w1')).toEqual([running.id]);
+        expect(await store.pruneTombstones(T0 + 20_000)).toBe(2);
+        expect(await store.getTombstone(ep, running.id)).toBeNull();
+      });
+
+      it('deletes results after retention, never later than the ttl', async () => {
+        const j = await store.submitJob(newJob(ep, { retentionMs: 60_000 }));
+        await store.takeJobs(ep, 'w1', 1, T0 + 5);
+        await store.finishJob(ep, j.id, 'w1', COMPLETED, T0 + 10);
+        expect(await store.expireResults(T0 + 60_009, 100)).toBe(0);
+        expect(await store.expireResults(T0 + 60_010, 100)).toBe(1);
+        expect(await store.getTombstone(ep, j.id)).toBe('RESULTS_EXPIRED');
+      });
+
+      it('times out attempts past their execution timeout and orders the worker to stop', async () => {
+        const j = await store.submitJob(
+          newJob(ep, { policy: { executionTimeoutMs: 5_000, lowPriority: false, ttlMs: 3_600_000 } }),
+        );
+        await store.takeJobs(ep, 'w1', 1, T0 + 100);
+        expect(await store.timeoutJobs(T0 + 5_099, 10)).toEqual([]);
+        const swept = await store.timeoutJobs(T0 + 5_100, 10);
+        expect(swept).toMatchObject([{ job: { id: j.id, status: 'TIMED_OUT' }, stopWorkerId: 'w1' }]);
+        expect(await store.takeStops('w1')).toEqual([j.id]);
+        expect((await store.finishJob(ep, j.id, 'w1', COMPLETED, T0 + 5_200)).ok).toBe(false);
+        expect(await store.retryJob(ep, j.id, T0 + 5_300)).toMatchObject({ outcome: 'queued' });
+      });
+
+      it('gives the jobs of a silent worker back to the queue, then fails them after maxAttempts', async () => {
+        const j = await store.submitJob(newJob(ep));
+        await store.upsertWorker(worker('w1', ep, { lastSeenAt: T0 }));
+        await store.upsertWorker(worker('w2', ep, { lastSeenAt: T0 + 10_000 }));
+        await store.takeJobs(ep, 'w1', 1, T0 + 1);
+        const sweep = await store.expireWorkerLeases(T0 + 5_000, T0 + 6_000, 2);
+        expect(sweep.workerIds).toEqual(['w1']);
+        expect(sweep.requeued.map((x) => x.id)).toEqual([j.id]);
+        expect(await store.getWorker('w1')).toMatchObject({ state: 'unhealthy', reason: 'lease-expired' });
+        expect(await store.jobCounts(ep)).toMatchObject({ inQueue: 1, retried: 1 });
+        // The superseded attempt is fenced out.
+        expect((await store.finishJob(ep, j.id, 'w1', COMPLETED, T0 + 6_001)).ok).toBe(false);
+        await store.takeJobs(ep, 'w2', 1, T0 + 7_000);
+        const second = await store.releaseWorkerJobs('w2', T0 + 8_000, 2, 'test');
+        expect(second.failed.map((x) => x.id)).toEqual([j.id]);
+        const failed = await store.getJob(ep, j.id);
+        expect(failed?.status).toBe('FAILED');
+        expect(JSON.parse(failed?.errorJson ?? '""')).toContain('w2');
+      });
+
+      it('releases only the named jobs of a worker', async () => {
+        const a = await store.submitJob(newJob(ep, { createdAt: T0 }));
+        const b = await store.submitJob(newJob(ep, { createdAt: T0 + 1 }));
+        await store.takeJobs(ep, 'w1', 2, T0 + 2);
+        expect(await store.runningByWorker(ep)).toEqual({ w1: 2 });
+        const sweep = await store.releaseWorkerJobs('w1', T0 + 3, 3, 'missing from pings', [b.id]);
+        expect(sweep.requeued.map((x) => x.id)).toEqual([b.id]);
+        expect(await store.workerJobIds('w1')).toEqual([a.id]);
+      });
+    });
+
+    describe('counts and snapshots', () => {
+      it('reports queue depth, low-priority jobs and the oldest queued job', async () => {
+        await store.submitJob(newJob(ep, { createdAt: T0 + 5 }));
+        await store.submitJob(
+          newJob(ep, {
+            createdAt: T0 + 1,
+            policy: { executionTimeoutMs: 60_000, lowPriority: true, ttlMs: 3_600_000 },
+          }),
+        );
+        await store.submitJob(newJob(ep, { createdAt: T0 + 3 }));
+        expect(await store.queueSnapshot(ep)).toEqual({
+          inQueue: 2,
+          inQueueLowPriority: 1,
+          inProgress: 0,
+          oldestQueuedAt: T0 + 3,
+        });
+        expect(await store.activeEndpointIds()).toEqual([ep]);
+      });
+    });
+
+    describe('workers', () => {
+      it('upserts, touches, finds by key hash and deletes', async () => {
+        await store.upsertWorker(worker('w1', ep, { keyHash: 'h1', managed: true }));
+        await store.touchWorker('w1', T0 + 100, { state: 'unhealthy', reason: 'crash' });
+        expect(await store.getWorker('w1')).toMatchObject({
+          lastSeenAt: T0 + 100,
+          state: 'unhealthy',
+          reason: 'crash',
+        });
+        await store.touchWorker('w1', T0 + 50);
+        expect((await store.getWorker('w1'))?.lastSeenAt).toBe(T0 + 100);
+        expect((await store.findWorkerByKeyHash('h1'))?.id).toBe('w1');
+        expect((await store.listWorkers(ep)).map((w) => w.id)).toEqual(['w1']);
+        await store.deleteWorker('w1');
+        expect(await store.getWorker('w1')).toBeNull();
+      });
+    });
+
+    describe('accounts and resources', () => {
+      it('stores users and keys by hash; revocation sticks', async () => {
+        await store.createUser({ id: 'u1', name: 'a', isAdmin: false, createdAt: T0 });
+        await store.createApiKey({
+          id: 'k1',
+          userId: 'u1',
+          hash: 'abc',
+          prefix: 'wharf_',
+          name: 'k',
+          scope: 'all',
+          endpointIds: [],
+          createdAt: T0,
+          revokedAt: null,
+        });
+        expect((await store.findApiKeyByHash('abc'))?.userId).toBe('u1');
+        expect(await store.revokeApiKey('u1', 'k1', T0 + 1)).toBe(true);
+        expect(await store.revokeApiKey('u1', 'k1', T0 + 2)).toBe(false);
+        expect((await store.findApiKeyByHash('abc'))?.revokedAt).toBe(T0 + 1);
+        await expect(
+          store.createApiKey({
+            id: 'k2',
+            userId: 'u1',
+            hash: 'abc',
+            prefix: '',
+            name: '',
+            scope: 'all',
+            endpointIds: [],
+            createdAt: T0,
+            revokedAt: null,
+          }),
+        ).rejects.toThrow();
+      });
+
+      it('keeps templates and endpoints per user and deletes an endpoint with its jobs', async () => {
+        const t: Template = {
+          ...TEMPLATE_DEFAULTS,
+          id: 't1',
+          userId: 'u1',
+          name: 'tpl',
+          imageName: 'file://x',
+          createdAt: T0,
+        };
+        await store.createTemplate(t);
+        await expect(store.createTemplate({ ...t, id: 't2' })).rejects.toThrow();
+        expect(await store.getTemplate('u2', 't1')).toBeNull();
+        const e: Endpoint = {
+          ...ENDPOINT_DEFAULTS,
+          dataCenterIds: [],
+          id: ep,
+          userId: 'u1',
+          templateId: 't1',
+          version: 1,
+          createdAt: T0,
+        };
+        await store.createEndpoint(e);
+        expect(await store.endpointsUsingTemplate('u1', 't1')).toEqual([ep]);
+        expect(await store.getEndpoint('u2', ep)).toBeNull();
+        expect((await store.getEndpoint(null, ep))?.userId).toBe('u1');
+        await store.updateEndpoint({ ...e, workersMax: 7 });
+        expect((await store.getEndpoint('u1', ep))?.workersMax).toBe(7);
+        const j = await store.submitJob(newJob(ep));
+        expect(await store.deleteEndpoint('u2', ep)).toBe(false);
+        expect(await store.deleteEndpoint('u1', ep)).toBe(true);
+        expect(await store.getJob(ep, j.id)).toBeNull();
+        expect(await store.listEndpoints('u1')).toEqual([]);
+      });
+    });
+
+    it('one failing operation does not take concurrent ones down with it', async () => {
+      const j = newJob(ep);
+      const results = await Promise.allSettled([store.submitJob(j), store.submitJob(j), store.submitJob(newJob(ep))]);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect((await store.jobCounts(ep)).inQueue).toBe(2);
+    });
+
+    it('migrate is idempotent', async () => {
+      await store.migrate();
+      await store.ping();
+    });
+  });
+}
