@@ -1,0 +1,364 @@
+/**
+ * The process executor (the default): runs a template's `[...dockerEntrypoint, ...dockerStartCmd]` as a local
+ * process in the directory named by an `imageName` of the form `file://<dir>` (DESIGN.md §3 "Executors and
+ * templates"). Linux first: orphan detection reads /proc; elsewhere cleanupOrphans only removes stale pid files.
+ *
+ * Each worker runs in its own process group (detached), so a stop reaches everything it started: SIGTERM to the
+ * group, SIGKILL after the grace period. When the worker's main process exits, whatever is left of its group is
+ * killed too — a leftover grandchild would otherwise hold a GPU and keep the log pipes (and onExit) open.
+ * A pid file per worker lets the next supervisor find workers that a crashed one left running.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+import type { Executor, ExecutorHooks, RunningWorker, WorkerSpec } from './types.ts';
+
+/** Longest log line passed on; the rest of the line is dropped so one runaway print cannot flood the log store. */
+export const MAX_LOG_LINE = 16 * 1024;
+const FILE_PREFIX = 'file://';
+// 2 s after exit for the log pipes to drain: long enough for buffered output, short enough that a process that
+// escaped the group (setsid) and holds the pipes cannot delay onExit indefinitely.
+const PIPE_DRAIN_MS = 2_000;
+// 10 s after SIGKILL: a process stuck in uninterruptible I/O (D state) must not hang the server's shutdown.
+const KILL_WAIT_MS = 10_000;
+// 50 ms between /proc checks while an orphan (not our child, so no exit event) dies.
+const ORPHAN_POLL_MS = 50;
+
+export interface ProcessExecutorOptions {
+  /** Where pid files live; one directory per node (two supervisors sharing it would clean each other up). */
+  stateDir: string;
+  /** The Node binary for commands whose first word is `node`; default: the Node running Wharf. */
+  nodePath?: string;
+  /** PATH, HOME and LANG for workers; default: taken from this process once, at construction. */
+  baseEnv?: Record<string, string>;
+  /** How long an orphan gets between SIGTERM and SIGKILL. */
+  orphanGraceMs?: number;
+}
+
+/** The directory of a `file://<dir>` image name, resolved against the server's working directory; else null. */
+export function fileImageDir(imageName: string): string | null {
+  if (!imageName.startsWith(FILE_PREFIX)) return null;
+  const dir = imageName.slice(FILE_PREFIX.length);
+  return dir === '' ? null : resolve(dir);
+}
+
+interface Tracked {
+  worker: RunningWorker;
+  exited: Promise<void>;
+}
+
+interface PidRecord {
+  pid: number;
+  workerId: string;
+  endpointId?: string;
+  startTicks: string | null;
+}
+
+export class ProcessExecutor implements Executor {
+  readonly kind = 'process';
+  private readonly stateDir: string;
+  private readonly nodePath: string;
+  private readonly baseEnv: Record<string, string>;
+  private readonly orphanGraceMs: number;
+  private readonly running = new Map<string, Tracked>();
+  private closing = false;
+
+  constructor(opts: ProcessExecutorOptions) {
+    this.stateDir = opts.stateDir;
+    this.nodePath = opts.nodePath ?? process.execPath;
+    // A child's PATH/HOME/LANG are inherited by nature; nothing else of the server's environment (keys, database
+    // URLs) reaches a worker. Configuration may pass baseEnv to pin them.
+    this.baseEnv = opts.baseEnv ?? {
+      PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+      HOME: process.env.HOME ?? '/',
+      LANG: process.env.LANG ?? 'C.UTF-8',
+    };
+    this.orphanGraceMs = opts.orphanGraceMs ?? 5_000;
+  }
+
+  validateImage(imageName: string): string | null {
+    if (fileImageDir(imageName) !== null) return null;
+    return (
+      `the process executor runs imageName file://<dir>; got '${imageName}'` +
+      (imageName.startsWith(FILE_PREFIX) ? ' (no directory given)' : ' — use the docker executor for container images')
+    );
+  }
+
+  async start(spec: WorkerSpec, hooks: ExecutorHooks): Promise<RunningWorker> {
+    if (this.closing) throw new Error(`cannot start worker ${spec.workerId}: the process executor is shutting down`);
+    if (this.running.has(spec.workerId)) throw new Error(`worker ${spec.workerId} is already running`);
+    const dir = fileImageDir(spec.imageName);
+    if (dir === null) throw new Error(this.validateImage(spec.imageName) ?? 'bad imageName');
+    const [first, ...args] = [...spec.entrypoint, ...spec.startCmd];
+    if (first === undefined || first === '') {
+      throw new Error(`worker ${spec.workerId} has no command: set dockerStartCmd (e.g. ["node", "handler.ts"])`);
+    }
+    if (!isDirectory(dir)) throw new Error(`imageName ${spec.imageName}: ${dir} is not a directory on this node`);
+    mkdirSync(this.stateDir, { recursive: true });
+
+    const child = spawn(first === 'node' ? this.nodePath : first, args, {
+      cwd: dir,
+      env: this.workerEnv(spec),
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const pid = child.pid;
+    if (pid === undefined) {
+      const err = await new Promise<Error>((res) => child.once('error', res));
+      child.stdout.destroy();
+      child.stderr.destroy();
+      throw new Error(`could not start worker ${spec.workerId}: ${err.message} (command '${first}', cwd ${dir})`, {
+        cause: err,
+      });
+    }
+    // Written before the event loop turns, so an exit (which removes it) can never come first.
+    const pidFile = join(this.stateDir, `${spec.workerId}.pid`);
+    const startTicks = procStat(pid)?.startTicks ?? null;
+    const record: PidRecord = { pid, workerId: spec.workerId, endpointId: spec.endpointId, startTicks };
+    try {
+      writeFileSync(pidFile, JSON.stringify(record));
+    } catch (e) {
+      // Without its pid file a worker could outlive a crash unnoticed: do not run it at all.
+      signalGroup(pid, 'SIGKILL');
+      throw new Error(`could not write ${pidFile}: ${(e as Error).message}`, { cause: e });
+    }
+
+    const out = new LineSplitter((line) => safely(() => hooks.onLog('stdout', line)));
+    const err = new LineSplitter((line) => safely(() => hooks.onLog('stderr', line)));
+    child.stdout.setEncoding('utf8').on('data', (s: string) => out.push(s));
+    child.stderr.setEncoding('utf8').on('data', (s: string) => err.push(s));
+    // After a successful spawn an 'error' can only come from a failed kill of a process that is already gone.
+    child.on('error', () => {});
+    const closed = new Promise<void>((res) => child.once('close', () => res()));
+
+    let reaped = false;
+    const exited = new Promise<void>((res) => {
+      child.once('exit', (code, signal) => {
+        reaped = true;
+        signalGroup(pid, 'SIGKILL');
+        void waitFor(closed, PIPE_DRAIN_MS).then(() => {
+          child.stdout.destroy();
+          child.stderr.destroy();
+          out.flush();
+          err.flush();
+          rmSync(pidFile, { force: true });
+          this.running.delete(spec.workerId);
+          safely(() => hooks.onExit({ code, signal }));
+          res();
+        });
+      });
+    });
+
+    let stopping: Promise<void> | null = null;
+    const worker: RunningWorker = {
+      workerId: spec.workerId,
+      pid,
+      stop: ({ graceMs }) => {
+        stopping ??= (async () => {
+          // Once reaped, the pid may belong to someone else: only wait for the exit bookkeeping.
+          if (reaped) return exited;
+          signalGroup(pid, 'SIGTERM');
+          if (await waitFor(exited, graceMs)) return;
+          signalGroup(pid, 'SIGKILL');
+          await waitFor(exited, KILL_WAIT_MS);
+        })();
+        return stopping;
+      },
+    };
+    this.running.set(spec.workerId, { worker, exited });
+    return worker;
+  }
+
+  async stopAll(opts: { graceMs: number }): Promise<void> {
+    // Refuse new starts first: a start racing with shutdown would otherwise leave a worker nobody stops.
+    this.closing = true;
+    await Promise.all([...this.running.values()].map((t) => t.worker.stop(opts)));
+  }
+
+  async cleanupOrphans(): Promise<number> {
+    let names: string[];
+    try {
+      names = readdirSync(this.stateDir);
+    } catch {
+      return 0;
+    }
+    let killed = 0;
+    for (const name of names) {
+      if (!name.endsWith('.pid')) continue;
+      const workerId = name.slice(0, -'.pid'.length);
+      if (this.running.has(workerId)) continue;
+      const file = join(this.stateDir, name);
+      const record = readPidRecord(file);
+      if (record !== null && record.workerId === workerId && (await this.killOrphan(record))) killed += 1;
+      rmSync(file, { force: true });
+    }
+    return killed;
+  }
+
+  private workerEnv(spec: WorkerSpec): Record<string, string> {
+    const env: Record<string, string> = {
+      ...this.baseEnv,
+      ...spec.env,
+      // Set last so a template cannot claim GPUs it was not given.
+      CUDA_VISIBLE_DEVICES: spec.gpuIndices.join(','),
+      // Marks the process tree as ours, for cleanupOrphans after a crash.
+      WHARF_WORKER_ID: spec.workerId,
+    };
+    if (spec.volumePath !== undefined) env.RUNPOD_VOLUME_PATH = spec.volumePath;
+    return env;
+  }
+
+  /** SIGTERM, then SIGKILL after orphanGraceMs, to a left-over group that is provably ours. */
+  private async killOrphan(record: PidRecord): Promise<boolean> {
+    if (orphanMembers(record).length === 0) return false;
+    // Not our child, so there is no exit event to wait for: poll /proc until the group is gone.
+    const gone = async (ms: number): Promise<boolean> => {
+      const deadline = Date.now() + ms;
+      while (orphanMembers(record).length > 0) {
+        if (Date.now() >= deadline) return false;
+        await sleep(ORPHAN_POLL_MS);
+      }
+      return true;
+    };
+    signalGroup(record.pid, 'SIGTERM');
+    if (await gone(this.orphanGraceMs)) return true;
+    signalGroup(record.pid, 'SIGKILL');
+    await gone(KILL_WAIT_MS);
+    return true;
+  }
+}
+
+/** Live processes of the recorded group that carry the worker's marker; a reused pid never matches both. */
+function orphanMembers(record: PidRecord): number[] {
+  const marker = `WHARF_WORKER_ID=${record.workerId}`;
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  return entries
+    .filter((e) => /^\d+$/.test(e))
+    .map(Number)
+    .filter((pid) => {
+      const stat = procStat(pid);
+      if (stat === null || stat.state === 'Z' || stat.pgrp !== record.pid) return false;
+      if (pid === record.pid && record.startTicks !== null && stat.startTicks !== record.startTicks) return false;
+      return procEnviron(pid).includes(marker);
+    });
+}
+
+function procStat(pid: number): { state: string; pgrp: number; startTicks: string } | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after "pid (comm)": comm may contain spaces and parentheses, so split after the last ')'.
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    const [state, , pgrp] = fields;
+    const startTicks = fields[19];
+    if (state === undefined || pgrp === undefined || startTicks === undefined) return null;
+    return { state, pgrp: Number(pgrp), startTicks };
+  } catch {
+    return null;
+  }
+}
+
+function procEnviron(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+  } catch {
+    return [];
+  }
+}
+
+function readPidRecord(file: string): PidRecord | null {
+  try {
+    const r = JSON.parse(readFileSync(file, 'utf8')) as Partial<PidRecord>;
+    if (typeof r.pid !== 'number' || !Number.isInteger(r.pid) || r.pid <= 1 || typeof r.workerId !== 'string') {
+      return null;
+    }
+    return { pid: r.pid, workerId: r.workerId, startTicks: typeof r.startTicks === 'string' ? r.startTicks : null };
+  } catch {
+    return null;
+  }
+}
+
+/** Signal a whole process group; a group that is already gone (ESRCH) is what we wanted anyway. */
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // ESRCH: nothing left to signal.
+  }
+}
+
+function isDirectory(dir: string): boolean {
+  try {
+    return statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function safely(fn: () => void): void {
+  try {
+    fn();
+  } catch {
+    // Hooks are the supervisor's code; a throw there must not break the executor's bookkeeping.
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((res) => setTimeout(res, ms));
+
+/** Whether `p` settled within `ms`; the timer is cleared either way so nothing is left pending. */
+async function waitFor(p: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((res) => (timer = setTimeout(() => res(false), ms)));
+  try {
+    return await Promise.race([p.then(() => true as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Splits a text stream into lines, capping each at MAX_LOG_LINE characters. */
+class LineSplitter {
+  private buf = '';
+  private dropping = false;
+  private readonly emit: (line: string) => void;
+
+  constructor(emit: (line: string) => void) {
+    this.emit = emit;
+  }
+
+  push(chunk: string): void {
+    let start = 0;
+    for (let nl = chunk.indexOf('\n'); nl !== -1; nl = chunk.indexOf('\n', start)) {
+      this.take(chunk.slice(start, nl), true);
+      start = nl + 1;
+    }
+    this.take(chunk.slice(start), false);
+  }
+
+  flush(): void {
+    if (this.buf !== '' && !this.dropping) this.emit(this.buf.replace(/\r$/, ''));
+    this.buf = '';
+    this.dropping = false;
+  }
+
+  private take(part: string, complete: boolean): void {
+    if (!this.dropping) {
+      this.buf += part;
+      if (this.buf.length > MAX_LOG_LINE) {
+        this.emit(this.buf.slice(0, MAX_LOG_LINE));
+        this.buf = '';
+        this.dropping = true;
+      }
+    }
+    if (complete) {
+      if (!this.dropping) this.emit(this.buf.replace(/\r$/, ''));
+      this.buf = '';
+      this.dropping = false;
+    }
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * The executor seam: how the supervisor starts and stops workers, whatever runs them (local processes, Docker
+ * Engine, Kubernetes pods). Executors only start and stop; everything else goes through the worker protocol
+ * (DESIGN.md §1, principle 4), so an executor never reports a worker as healthy or busy.
+ */
+
+/** Everything an executor needs to start one worker, already resolved from the endpoint and its template. */
+export interface WorkerSpec {
+  workerId: string;
+  endpointId: string;
+  /** The template's imageName: `file://<dir>` for the process executor, a container image otherwise. */
+  imageName: string;
+  /** The template's dockerEntrypoint. */
+  entrypoint: string[];
+  /** The template's dockerStartCmd. */
+  startCmd: string[];
+  /** Template env, endpoint env and the worker-protocol variables, merged by the supervisor. */
+  env: Record<string, string>;
+  /** GPU indices placed by the inventory; [] for a CPU worker. */
+  gpuIndices: string[];
+  /** The network volume's host path, when the endpoint has one. */
+  volumePath?: string;
+}
+
+export interface ExecutorHooks {
+  /** One line of the worker's output, without its newline. Must not throw (a throw is swallowed). */
+  onLog(stream: 'stdout' | 'stderr', line: string): void;
+  /** Called exactly once, when the worker is gone. Must not throw (a throw is swallowed). */
+  onExit(info: { code: number | null; signal: string | null }): void;
+}
+
+export interface RunningWorker {
+  workerId: string;
+  pid?: number;
+  /** Ask the worker to stop (SIGTERM or the executor's equivalent), force it after graceMs; resolves once gone. */
+  stop(opts: { graceMs: number }): Promise<void>;
+}
+
+export interface Executor {
+  readonly kind: string;
+  /** null when this executor can run the image, else a message that says what to do instead. */
+  validateImage(imageName: string): string | null;
+  /** Resolves once the worker was launched; rejects (never throws asynchronously later) when it could not be. */
+  start(spec: WorkerSpec, hooks: ExecutorHooks): Promise<RunningWorker>;
+  /** Remove workers left behind by a previous supervisor that died without stopping them; returns how many. */
+  cleanupOrphans(): Promise<number>;
+  /** Stop every worker this executor started. */
+  stopAll(opts: { graceMs: number }): Promise<void>;
+}

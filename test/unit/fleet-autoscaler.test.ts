@@ -1,0 +1,375 @@
+import { describe, expect, it } from 'vitest';
+
+import { decideScaling } from '../../src/fleet/autoscaler.ts';
+import type {
+  QueueSnapshot,
+  ScalerPolicy,
+  ScalingDecision,
+  WorkerState,
+  WorkerView,
+} from '../../src/fleet/autoscaler.ts';
+
+const policy = (over: Partial<ScalerPolicy> = {}): ScalerPolicy => ({
+  workersMin: 0,
+  workersMax: 3,
+  idleTimeoutS: 5,
+  scalerType: 'QUEUE_DELAY',
+  scalerValue: 4,
+  version: 1,
+  ...over,
+});
+const queue = (over: Partial<QueueSnapshot> = {}): QueueSnapshot => ({
+  inQueue: 0,
+  inQueueLowPriority: 0,
+  inProgress: 0,
+  oldestQueuedAgeMs: null,
+  ...over,
+});
+const w = (id: string, state: WorkerState, over: Partial<WorkerView> = {}): WorkerView => ({
+  id,
+  state,
+  version: 1,
+  idleForMs: 0,
+  runningJobs: state === 'running' ? 1 : 0,
+  ...over,
+});
+
+interface Case {
+  name: string;
+  policy?: Partial<ScalerPolicy>;
+  queue?: Partial<QueueSnapshot>;
+  workers?: WorkerView[];
+  capacity?: number;
+  expect: Partial<ScalingDecision>;
+}
+
+const cases: Case[] = [
+  { name: 'nothing to do', expect: { desired: 0, start: 0, stop: [], reason: 'no-demand' } },
+  {
+    name: 'scale from zero does not wait scalerValue',
+    queue: { inQueue: 1, oldestQueuedAgeMs: 0 },
+    expect: { desired: 1, start: 1, reason: 'scale-from-zero' },
+  },
+  {
+    name: 'scale from zero with workersMax 0 stays at zero',
+    policy: { workersMax: 0 },
+    queue: { inQueue: 1, oldestQueuedAgeMs: 0 },
+    expect: { desired: 0, start: 0, reason: 'at-max' },
+  },
+  {
+    name: 'scale from zero without capacity is wanted but not started',
+    queue: { inQueue: 1, oldestQueuedAgeMs: 0 },
+    capacity: 0,
+    expect: { desired: 1, start: 0, reason: 'scale-from-zero' },
+  },
+  {
+    name: 'queue delay below scalerValue keeps the busy workers',
+    queue: { inQueue: 2, inProgress: 1, oldestQueuedAgeMs: 3_000 },
+    workers: [w('a', 'running')],
+    expect: { desired: 1, start: 0, reason: 'busy-workers' },
+  },
+  {
+    name: 'queue delay above scalerValue adds one worker',
+    queue: { inQueue: 2, inProgress: 1, oldestQueuedAgeMs: 5_000 },
+    workers: [w('a', 'running')],
+    expect: { desired: 2, start: 1, reason: 'queue-delay' },
+  },
+  {
+    name: 'initializing workers count as busy',
+    queue: { inQueue: 2, oldestQueuedAgeMs: 5_000 },
+    workers: [w('a', 'running'), w('b', 'initializing')],
+    expect: { desired: 3, start: 1, reason: 'queue-delay' },
+  },
+  {
+    name: 'no extra worker while an idle one exists',
+    queue: { inQueue: 1, inProgress: 1, oldestQueuedAgeMs: 5_000 },
+    workers: [w('a', 'running'), w('b', 'idle', { idleForMs: 60_000 })],
+    expect: { desired: 2, start: 0, stop: [], reason: 'busy-workers' },
+  },
+  {
+    name: 'queue delay at workersMax',
+    queue: { inQueue: 9, inProgress: 3, oldestQueuedAgeMs: 50_000 },
+    workers: [w('a', 'running'), w('b', 'running'), w('c', 'running')],
+    expect: { desired: 3, start: 0, reason: 'at-max' },
+  },
+  {
+    name: 'a throttled worker keeps its slot without ratcheting up',
+    queue: { inQueue: 3, inProgress: 1, oldestQueuedAgeMs: 50_000 },
+    workers: [w('a', 'running'), w('t', 'throttled')],
+    capacity: 0,
+    expect: { desired: 2, start: 0 },
+  },
+  {
+    name: 'a throttled worker is placed once capacity appears',
+    queue: { inQueue: 3, inProgress: 1, oldestQueuedAgeMs: 50_000 },
+    workers: [w('a', 'running'), w('t', 'throttled')],
+    capacity: 1,
+    expect: { desired: 2, start: 1 },
+  },
+  {
+    name: 'throttled workers are dropped when the queue is empty',
+    queue: { inProgress: 1 },
+    workers: [w('a', 'running'), w('t', 'throttled')],
+    expect: { desired: 1, start: 0, reason: 'busy-workers' },
+  },
+  {
+    name: 'low-priority jobs never add workers',
+    queue: { inQueueLowPriority: 10 },
+    expect: { desired: 0, start: 0 },
+  },
+  {
+    name: 'low-priority jobs keep idle workers that serve them',
+    queue: { inQueueLowPriority: 2 },
+    workers: [w('a', 'idle', { idleForMs: 60_000 })],
+    expect: { desired: 0, start: 0, stop: [] },
+  },
+  {
+    name: 'workersMin is kept',
+    policy: { workersMin: 2 },
+    expect: { desired: 2, start: 2, reason: 'min-workers' },
+  },
+  {
+    name: 'workersMin is capped by capacity',
+    policy: { workersMin: 2 },
+    capacity: 1,
+    expect: { desired: 2, start: 1, reason: 'min-workers' },
+  },
+  {
+    name: 'workersMax wins over a larger workersMin',
+    policy: { workersMin: 4, workersMax: 2 },
+    expect: { desired: 2, start: 2 },
+  },
+  {
+    name: 'request count from zero',
+    policy: { scalerType: 'REQUEST_COUNT', scalerValue: 3, workersMax: 5 },
+    queue: { inQueue: 5, inProgress: 2, oldestQueuedAgeMs: 0 },
+    expect: { desired: 3, start: 3, reason: 'scale-from-zero' },
+  },
+  {
+    name: 'request count with a worker',
+    policy: { scalerType: 'REQUEST_COUNT', scalerValue: 3, workersMax: 5 },
+    queue: { inQueue: 5, inProgress: 2, oldestQueuedAgeMs: 0 },
+    workers: [w('a', 'running')],
+    expect: { desired: 3, start: 2, reason: 'request-count' },
+  },
+  {
+    name: 'request count rounds up',
+    policy: { scalerType: 'REQUEST_COUNT', scalerValue: 10 },
+    queue: { inProgress: 1 },
+    workers: [w('a', 'running')],
+    expect: { desired: 1, start: 0, reason: 'request-count' },
+  },
+  {
+    name: 'request count ignores low-priority jobs',
+    policy: { scalerType: 'REQUEST_COUNT', scalerValue: 1 },
+    queue: { inQueueLowPriority: 7 },
+    expect: { desired: 0, start: 0, reason: 'no-demand' },
+  },
+  {
+    name: 'idle workers past the timeout stop, longest idle first',
+    workers: [w('a', 'idle', { idleForMs: 6_000 }), w('b', 'idle', { idleForMs: 10_000 })],
+    expect: {
+      desired: 0,
+      stop: [
+        { workerId: 'b', reason: 'idle-timeout' },
+        { workerId: 'a', reason: 'idle-timeout' },
+      ],
+      reason: 'idle-timeout',
+    },
+  },
+  {
+    name: 'idle workers within the timeout stay',
+    workers: [w('a', 'idle', { idleForMs: 4_999 })],
+    expect: { desired: 0, stop: [], reason: 'no-demand' },
+  },
+  {
+    name: 'idle-timeout keeps workersMin',
+    policy: { workersMin: 1 },
+    workers: [w('a', 'idle', { idleForMs: 6_000 }), w('b', 'idle', { idleForMs: 10_000 })],
+    expect: { desired: 1, start: 0, stop: [{ workerId: 'b', reason: 'idle-timeout' }] },
+  },
+  {
+    name: 'running workers are never stopped',
+    policy: { scalerType: 'REQUEST_COUNT', scalerValue: 1 },
+    workers: [w('a', 'running'), w('b', 'running'), w('c', 'initializing')],
+    expect: { desired: 0, start: 0, stop: [] },
+  },
+  {
+    name: 'unhealthy workers are not live',
+    policy: { workersMin: 1 },
+    workers: [w('u', 'unhealthy')],
+    expect: { desired: 1, start: 1 },
+  },
+  {
+    name: 'above max stops idle workers at once',
+    policy: { workersMax: 1 },
+    workers: [w('a', 'idle'), w('b', 'idle', { idleForMs: 10 }), w('c', 'idle', { idleForMs: 5 })],
+    expect: {
+      desired: 0,
+      stop: [
+        { workerId: 'b', reason: 'above-max' },
+        { workerId: 'c', reason: 'above-max' },
+      ],
+      reason: 'above-max',
+    },
+  },
+  {
+    name: 'above max never stops running workers',
+    policy: { workersMax: 1 },
+    queue: { inProgress: 2 },
+    workers: [w('a', 'running'), w('b', 'running'), w('c', 'idle')],
+    expect: { desired: 1, start: 0, stop: [{ workerId: 'c', reason: 'above-max' }] },
+  },
+  {
+    name: 'rolling update replaces an idle outdated worker when capacity allows',
+    policy: { workersMin: 1, version: 2 },
+    workers: [w('old', 'idle', { idleForMs: 1 })],
+    capacity: 1,
+    expect: { desired: 1, start: 1, stop: [{ workerId: 'old', reason: 'outdated-version' }], reason: 'rolling-update' },
+  },
+  {
+    name: 'rolling update without capacity frees one outdated worker',
+    policy: { workersMin: 2, version: 2 },
+    workers: [w('o1', 'idle', { idleForMs: 1 }), w('o2', 'idle', { idleForMs: 2 })],
+    capacity: 0,
+    expect: { desired: 2, start: 0, stop: [{ workerId: 'o2', reason: 'outdated-version' }] },
+  },
+  {
+    name: 'rolling update waits while a replacement is initializing',
+    policy: { workersMin: 2, version: 2 },
+    workers: [w('new', 'initializing', { version: 2 }), w('old', 'idle', { idleForMs: 1 })],
+    capacity: 0,
+    expect: { desired: 2, start: 0, stop: [] },
+  },
+  {
+    name: 'outdated running workers finish their jobs',
+    policy: { workersMin: 1, version: 2 },
+    queue: { inProgress: 1 },
+    workers: [w('old', 'running')],
+    expect: { desired: 1, start: 0, stop: [] },
+  },
+  {
+    name: 'surplus outdated idle workers stop without waiting for the idle timeout',
+    policy: { version: 2 },
+    workers: [w('old', 'idle')],
+    capacity: 0,
+    expect: { desired: 0, start: 0, stop: [{ workerId: 'old', reason: 'outdated-version' }], reason: 'rolling-update' },
+  },
+  {
+    name: 'idle-timeout keeps workersMin current-version workers while outdated ones are busy',
+    policy: { workersMin: 2, version: 2 },
+    queue: { inProgress: 2 },
+    workers: [
+      w('o1', 'running'),
+      w('o2', 'running'),
+      w('n1', 'idle', { version: 2, idleForMs: 60_000 }),
+      w('n2', 'idle', { version: 2, idleForMs: 60_000 }),
+    ],
+    expect: { desired: 2, start: 0, stop: [] },
+  },
+  {
+    name: 'above-max keeps workersMin current-version workers',
+    policy: { workersMin: 2, workersMax: 2, version: 2 },
+    queue: { inProgress: 2 },
+    workers: [w('o1', 'running'), w('o2', 'running'), w('n1', 'idle', { version: 2 }), w('n2', 'idle', { version: 2 })],
+    expect: { desired: 2, start: 0, stop: [] },
+  },
+];
+
+describe('decideScaling — table', () => {
+  it.each(cases)('$name', (c) => {
+    const decision = decideScaling(policy(c.policy), queue(c.queue), c.workers ?? [], c.capacity ?? 10);
+    expect(decision).toMatchObject(c.expect);
+  });
+});
+
+/** mulberry32: a seeded PRNG so a failing random case can be replayed from its seed. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const STATES: WorkerState[] = ['initializing', 'idle', 'running', 'throttled', 'unhealthy'];
+const LIVE = new Set<WorkerState>(['initializing', 'idle', 'running']);
+
+function randomInput(r: () => number): [ScalerPolicy, QueueSnapshot, WorkerView[], number] {
+  const int = (lo: number, hi: number): number => lo + Math.floor(r() * (hi - lo + 1));
+  const workersMin = int(0, 4);
+  const p = policy({
+    workersMin,
+    workersMax: int(workersMin, 6),
+    idleTimeoutS: int(0, 20),
+    scalerType: r() < 0.5 ? 'QUEUE_DELAY' : 'REQUEST_COUNT',
+    scalerValue: int(1, 10),
+    version: int(1, 3),
+  });
+  const inQueue = r() < 0.4 ? 0 : int(1, 20);
+  const q = queue({
+    inQueue,
+    inQueueLowPriority: r() < 0.5 ? 0 : int(1, 10),
+    inProgress: int(0, 10),
+    oldestQueuedAgeMs: inQueue > 0 ? int(0, 20_000) : null,
+  });
+  const workers = Array.from({ length: int(0, 8) }, (_, i) => {
+    const state = STATES[int(0, STATES.length - 1)] ?? 'idle';
+    return w(`w${i}`, state, { version: p.version - int(0, 1), idleForMs: state === 'idle' ? int(0, 30_000) : 0 });
+  });
+  const capacity = r() < 0.1 ? Infinity : int(0, 4);
+  return [p, q, workers, capacity];
+}
+
+describe('decideScaling — invariants over random inputs', () => {
+  it('holds for 20,000 random inputs', () => {
+    for (let seed = 1; seed <= 20_000; seed += 1) {
+      const [p, q, workers, capacity] = randomInput(rng(seed));
+      const snapshot = JSON.stringify(workers);
+      const d = decideScaling(p, q, workers, capacity);
+      const ctx = `seed ${seed}: ${JSON.stringify({ p, q, workers, capacity, d })}`;
+      expect(JSON.stringify(workers), ctx).toBe(snapshot); // inputs are not mutated
+      expect(decideScaling(p, q, workers, capacity), ctx).toEqual(d); // deterministic
+
+      expect(d.desired, ctx).toBeGreaterThanOrEqual(p.workersMin);
+      expect(d.desired, ctx).toBeLessThanOrEqual(p.workersMax);
+      expect(Number.isInteger(d.start) && d.start >= 0 && d.start <= capacity, ctx).toBe(true);
+
+      const byId = new Map(workers.map((x) => [x.id, x]));
+      const stopped = new Set(d.stop.map((s) => s.workerId));
+      expect(stopped.size, ctx).toBe(d.stop.length);
+      for (const s of d.stop) {
+        const target = byId.get(s.workerId);
+        expect(target?.state, ctx).toBe('idle'); // never a running, initializing, throttled or unhealthy worker
+        if (s.reason === 'idle-timeout') expect(target?.idleForMs, ctx).toBeGreaterThanOrEqual(p.idleTimeoutS * 1000);
+        if (s.reason === 'outdated-version') expect(target?.version, ctx).toBeLessThan(p.version);
+      }
+
+      const live = workers.filter((x) => LIVE.has(x.state));
+      const liveAfter = live.filter((x) => !stopped.has(x.id));
+      const current = (x: WorkerView): boolean => x.version >= p.version;
+      if (d.start > 0) expect(liveAfter.length + d.start, ctx).toBeLessThanOrEqual(d.desired);
+      expect(liveAfter.filter(current).length, ctx).toBeGreaterThanOrEqual(
+        Math.min(p.workersMin, live.filter(current).length),
+      );
+      const outdatedStops = d.stop.filter((s) => s.reason === 'outdated-version').length;
+      if (capacity > 0) {
+        expect(liveAfter.length + d.start, ctx).toBeGreaterThanOrEqual(Math.min(d.desired, live.length + capacity));
+      } else {
+        const slack = outdatedStops > 0 ? 1 : 0;
+        expect(liveAfter.length, ctx).toBeGreaterThanOrEqual(Math.min(d.desired, live.length) - slack);
+      }
+
+      // Low-priority jobs never add workers: the same input without them scales the same way.
+      const withoutLow = decideScaling(p, { ...q, inQueueLowPriority: 0 }, workers, capacity);
+      expect([withoutLow.desired, withoutLow.start], ctx).toEqual([d.desired, d.start]);
+
+      if (q.inQueue > 0 && live.length === 0 && p.workersMax >= 1 && capacity >= 1) {
+        expect(d.start, ctx).toBeGreaterThanOrEqual(1); // scale from zero at once
+      }
+    }
+  });
+});

@@ -1,0 +1,331 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+import { MAX_LOG_LINE, ProcessExecutor } from '../../src/fleet/executors/process.ts';
+import type { RunningWorker, WorkerSpec } from '../../src/fleet/executors/types.ts';
+
+const EXECUTOR_MODULE = resolve(import.meta.dirname, '../../src/fleet/executors/process.ts');
+
+const GRANDCHILD = `process.on('SIGTERM', () => {});
+require('node:fs').writeFileSync('grandchild-' + process.env.WHARF_WORKER_ID, String(process.pid));
+setInterval(() => {}, 1000);`;
+
+// Small worker scripts; each test gets a fresh copy in its own directory.
+const SCRIPTS: Record<string, string> = {
+  'env.mjs': `console.log(JSON.stringify({ cwd: process.cwd(), execPath: process.execPath, env: process.env }));`,
+  'logs.mjs': `process.stdout.write('out one\\nout two\\n' + 'x'.repeat(${MAX_LOG_LINE} + 5000) + '\\nafter long\\ntail');
+process.stderr.write('err one\\r\\n');
+process.exitCode = 3;`,
+  'self-kill.mjs': `process.kill(process.pid, 'SIGKILL');`,
+  'graceful.mjs': `process.on('SIGTERM', () => { console.log('got SIGTERM'); process.exit(0); });
+console.log('ready'); setInterval(() => {}, 1000);`,
+  'stubborn.mjs': `process.on('SIGTERM', () => console.log('ignoring SIGTERM'));
+console.log('ready'); setInterval(() => {}, 1000);`,
+  // Starts a grandchild that ignores SIGTERM (it records its pid once the handler is in place), then exits at once
+  // ("exit") or waits for SIGTERM.
+  'tree.mjs': `import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+spawn(process.execPath, ['-e', GRANDCHILD], { stdio: 'ignore' });
+process.on('SIGTERM', () => process.exit(0));
+const gcFile = 'grandchild-' + process.env.WHARF_WORKER_ID;
+setInterval(() => { if (process.argv[2] === 'exit' && existsSync(gcFile)) process.exit(0); }, 20);`.replace(
+    'GRANDCHILD',
+    JSON.stringify(GRANDCHILD),
+  ),
+  // A supervisor that starts one worker and is then killed with SIGKILL by the test.
+  'supervisor.mjs': `import { ProcessExecutor } from ${JSON.stringify(EXECUTOR_MODULE)};
+const [stateDir, dir] = process.argv.slice(2);
+const ex = new ProcessExecutor({ stateDir });
+const w = await ex.start({ workerId: 'orphan1', endpointId: 'ep1', imageName: 'file://' + dir, entrypoint: ['node'],
+  startCmd: ['tree.mjs'], env: {}, gpuIndices: ['0'] }, { onLog() {}, onExit() {} });
+console.log('worker ' + w.pid);
+setInterval(() => {}, 1000);`,
+};
+
+let dir = '';
+let stateDir = '';
+let executors: ProcessExecutor[] = [];
+const pids = new Set<number>();
+
+function alive(pid: number): boolean {
+  try {
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8')); // a zombie is dead, just not reaped yet
+  } catch {
+    return false;
+  }
+}
+
+async function until(cond: () => boolean, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function executor(opts: Partial<ConstructorParameters<typeof ProcessExecutor>[0]> = {}): ProcessExecutor {
+  const ex = new ProcessExecutor({ stateDir, orphanGraceMs: 300, ...opts });
+  executors.push(ex);
+  return ex;
+}
+
+interface Started {
+  worker: RunningWorker;
+  logs: Array<[string, string]>;
+  exit: Promise<{ code: number | null; signal: string | null }>;
+  line: (text: string) => Promise<void>;
+}
+
+async function start(ex: ProcessExecutor, over: Partial<WorkerSpec>): Promise<Started> {
+  const logs: Array<[string, string]> = [];
+  let onExit: (i: { code: number | null; signal: string | null }) => void = () => {};
+  const exit = new Promise<{ code: number | null; signal: string | null }>((r) => (onExit = r));
+  const spec: WorkerSpec = {
+    workerId: 'w1',
+    endpointId: 'ep1',
+    imageName: `file://${dir}`,
+    entrypoint: [],
+    startCmd: ['node', 'env.mjs'],
+    env: {},
+    gpuIndices: [],
+    ...over,
+  };
+  const worker = await ex.start(spec, { onLog: (s, l) => logs.push([s, l]), onExit });
+  if (worker.pid !== undefined) pids.add(worker.pid);
+  const line = (text: string): Promise<void> => until(() => logs.some(([, l]) => l === text));
+  return { worker, logs, exit, line };
+}
+
+function grandchild(workerId: string): number {
+  const file = join(dir, `grandchild-${workerId}`);
+  const pid = Number(readFileSync(file, 'utf8'));
+  pids.add(pid);
+  return pid;
+}
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'wharf-proc-'));
+  stateDir = join(dir, 'state');
+  for (const [name, text] of Object.entries(SCRIPTS)) writeFileSync(join(dir, name), text);
+});
+
+afterEach(async () => {
+  await Promise.all(executors.map((ex) => ex.stopAll({ graceMs: 100 })));
+  executors = [];
+  const leaked = [...pids].filter(alive);
+  for (const pid of leaked) process.kill(pid, 'SIGKILL');
+  pids.clear();
+  rmSync(dir, { recursive: true, force: true });
+  expect(leaked, 'processes left behind').toEqual([]);
+});
+
+describe('ProcessExecutor', () => {
+  it('validates image names', () => {
+    const ex = executor();
+    expect(ex.kind).toBe('process');
+    expect(ex.validateImage('file:///srv/worker')).toBeNull();
+    expect(ex.validateImage('file://examples/echo')).toBeNull();
+    expect(ex.validateImage('docker.io/x:1')).toBe(
+      "the process executor runs imageName file://<dir>; got 'docker.io/x:1' — use the docker executor for container images",
+    );
+    expect(ex.validateImage('file://')).toMatch(/no directory/);
+  });
+
+  it('refuses what it cannot start, without a stray error', async () => {
+    const ex = executor();
+    await expect(start(ex, { imageName: 'runpod/worker:1' })).rejects.toThrow(/use the docker executor/);
+    await expect(start(ex, { imageName: `file://${dir}/missing` })).rejects.toThrow(/is not a directory/);
+    await expect(start(ex, { startCmd: [] })).rejects.toThrow(/has no command/);
+    await expect(start(ex, { startCmd: ['wharf-no-such-command-xyz'] })).rejects.toThrow(/could not start.*ENOENT/);
+    expect(existsSync(join(stateDir, 'w1.pid'))).toBe(false);
+  });
+
+  it('runs the command in the image directory with a minimal environment', async () => {
+    const ex = executor({ baseEnv: { PATH: '/usr/bin:/bin', HOME: '/home/w', LANG: 'C.UTF-8' } });
+    const w = await start(ex, {
+      entrypoint: ['node'],
+      startCmd: ['env.mjs'],
+      env: { FOO: 'bar', CUDA_VISIBLE_DEVICES: '7', PATH: '/opt/bin:/usr/bin' },
+      gpuIndices: ['0', '2'],
+      volumePath: '/data/volumes/v1',
+    });
+    expect(await w.exit).toEqual({ code: 0, signal: null });
+    const [stream, line] = w.logs[0] ?? [];
+    expect(stream).toBe('stdout');
+    const seen = JSON.parse(line ?? '{}') as { cwd: string; execPath: string; env: Record<string, string> };
+    expect(seen.cwd).toBe(dir);
+    expect(seen.execPath).toBe(process.execPath); // `node` is the Node running Wharf
+    expect(seen.env).toMatchObject({
+      FOO: 'bar',
+      PATH: '/opt/bin:/usr/bin',
+      HOME: '/home/w',
+      LANG: 'C.UTF-8',
+      CUDA_VISIBLE_DEVICES: '0,2',
+      RUNPOD_VOLUME_PATH: '/data/volumes/v1',
+      WHARF_WORKER_ID: 'w1',
+    });
+    expect(seen.env.VITEST).toBeUndefined(); // nothing else of the server's environment leaks
+  });
+
+  it('gives CPU workers an empty CUDA_VISIBLE_DEVICES and no volume path', async () => {
+    const w = await start(executor(), {});
+    await w.exit;
+    const seen = JSON.parse(w.logs[0]?.[1] ?? '{}') as { env: Record<string, string> };
+    expect(seen.env.CUDA_VISIBLE_DEVICES).toBe('');
+    expect(seen.env.RUNPOD_VOLUME_PATH).toBeUndefined();
+    expect(seen.env.PATH).toBeTruthy();
+  });
+
+  it('splits output into capped lines and reports the exit code', async () => {
+    const w = await start(executor(), { startCmd: ['node', 'logs.mjs'] });
+    expect(await w.exit).toEqual({ code: 3, signal: null });
+    expect(w.logs.filter(([s]) => s === 'stdout').map(([, l]) => l)).toEqual([
+      'out one',
+      'out two',
+      'x'.repeat(MAX_LOG_LINE),
+      'after long',
+      'tail',
+    ]);
+    expect(w.logs.filter(([s]) => s === 'stderr').map(([, l]) => l)).toEqual(['err one']);
+  });
+
+  it('reports death by signal', async () => {
+    const w = await start(executor(), { startCmd: ['node', 'self-kill.mjs'] });
+    expect(await w.exit).toEqual({ code: null, signal: 'SIGKILL' });
+  });
+
+  it('keeps a pid file while the worker runs', async () => {
+    const w = await start(executor(), { startCmd: ['node', 'graceful.mjs'] });
+    await w.line('ready');
+    const record = JSON.parse(readFileSync(join(stateDir, 'w1.pid'), 'utf8')) as { pid: number };
+    expect(record.pid).toBe(w.worker.pid);
+    await w.worker.stop({ graceMs: 5_000 });
+    expect(existsSync(join(stateDir, 'w1.pid'))).toBe(false);
+  });
+
+  it('stops gracefully with SIGTERM', async () => {
+    const w = await start(executor(), { startCmd: ['node', 'graceful.mjs'] });
+    await w.line('ready');
+    const t0 = Date.now();
+    await w.worker.stop({ graceMs: 10_000 });
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(await w.exit).toEqual({ code: 0, signal: null });
+    expect(w.logs).toContainEqual(['stdout', 'got SIGTERM']);
+  });
+
+  it('escalates to SIGKILL after the grace period', async () => {
+    const w = await start(executor(), { startCmd: ['node', 'stubborn.mjs'] });
+    await w.line('ready');
+    const t0 = Date.now();
+    const stopping = w.worker.stop({ graceMs: 400 });
+    expect(w.worker.stop({ graceMs: 400 })).toBe(stopping); // idempotent
+    await stopping;
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(390);
+    expect(await w.exit).toEqual({ code: null, signal: 'SIGKILL' });
+    await w.line('ignoring SIGTERM');
+  });
+
+  it('stops the whole process group', async () => {
+    const w = await start(executor(), { startCmd: ['node', 'tree.mjs'] });
+    await until(() => existsSync(join(dir, 'grandchild-w1')));
+    const gc = grandchild('w1');
+    expect(alive(gc)).toBe(true);
+    await w.worker.stop({ graceMs: 5_000 });
+    await until(() => !alive(gc));
+  });
+
+  it('kills what a worker leaves behind when it exits on its own', async () => {
+    const w = await start(executor(), { startCmd: ['node', 'tree.mjs', 'exit'] });
+    await until(() => existsSync(join(dir, 'grandchild-w1')));
+    const gc = grandchild('w1');
+    expect(await w.exit).toEqual({ code: 0, signal: null });
+    await until(() => !alive(gc));
+  });
+
+  it('survives hooks that throw', async () => {
+    const ex = executor();
+    let exited = false;
+    await ex.start(
+      {
+        workerId: 'w1',
+        endpointId: 'ep1',
+        imageName: `file://${dir}`,
+        entrypoint: [],
+        startCmd: ['node', 'logs.mjs'],
+        env: {},
+        gpuIndices: [],
+      },
+      {
+        onLog: () => {
+          throw new Error('listener bug');
+        },
+        onExit: () => {
+          exited = true;
+          throw new Error('listener bug');
+        },
+      },
+    );
+    await until(() => exited);
+  });
+
+  it('stops everything it started and refuses new starts afterwards', async () => {
+    const ex = executor();
+    const a = await start(ex, { workerId: 'a', startCmd: ['node', 'graceful.mjs'] });
+    const b = await start(ex, { workerId: 'b', startCmd: ['node', 'stubborn.mjs'] });
+    await expect(start(ex, { workerId: 'a', startCmd: ['node', 'graceful.mjs'] })).rejects.toThrow(/already running/);
+    await Promise.all([a.line('ready'), b.line('ready')]);
+    await ex.stopAll({ graceMs: 300 });
+    expect(await a.exit).toEqual({ code: 0, signal: null });
+    expect(await b.exit).toEqual({ code: null, signal: 'SIGKILL' });
+    await expect(start(ex, { workerId: 'c' })).rejects.toThrow(/shutting down/);
+  });
+
+  it('cleans up the workers of a supervisor that crashed', async () => {
+    const sup = spawn(process.execPath, [join(dir, 'supervisor.mjs'), stateDir, dir], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    pids.add(sup.pid ?? 0);
+    const workerPid = await new Promise<number>((res, rej) => {
+      sup.stdout.setEncoding('utf8').on('data', (s: string) => {
+        const m = /worker (\d+)/.exec(s);
+        if (m) res(Number(m[1]));
+      });
+      sup.once('exit', () => rej(new Error('supervisor exited early')));
+    });
+    pids.add(workerPid);
+    await until(() => existsSync(join(dir, 'grandchild-orphan1')));
+    const gc = grandchild('orphan1');
+    const supExit = new Promise((r) => sup.once('exit', r));
+    sup.kill('SIGKILL');
+    await supExit;
+    expect([alive(workerPid), alive(gc)]).toEqual([true, true]);
+    expect(existsSync(join(stateDir, 'orphan1.pid'))).toBe(true);
+
+    // A stale file of a dead process and one naming a live process that is not ours: removed, nothing killed.
+    const stranger = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], {
+      detached: true,
+      stdio: 'ignore',
+    });
+    const strangerPid = stranger.pid ?? 0;
+    pids.add(strangerPid);
+    writeFileSync(join(stateDir, 'stranger.pid'), JSON.stringify({ pid: strangerPid, workerId: 'stranger' }));
+    writeFileSync(join(stateDir, 'gone.pid'), JSON.stringify({ pid: 999_999_999, workerId: 'gone' }));
+    writeFileSync(join(stateDir, 'junk.pid'), 'not json');
+
+    expect(await executor().cleanupOrphans()).toBe(1);
+    await until(() => !alive(workerPid) && !alive(gc)); // the grandchild ignores SIGTERM: escalated to SIGKILL
+    expect(alive(strangerPid)).toBe(true);
+    stranger.kill('SIGKILL');
+    await until(() => !alive(strangerPid));
+    expect(['orphan1', 'stranger', 'gone', 'junk'].filter((id) => existsSync(join(stateDir, `${id}.pid`)))).toEqual([]);
+    expect(await executor().cleanupOrphans()).toBe(0);
+  });
+
+  it('counts nothing when the state directory does not exist yet', async () => {
+    expect(await executor({ stateDir: join(dir, 'nowhere') }).cleanupOrphans()).toBe(0);
+  });
+});
