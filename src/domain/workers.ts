@@ -1,6 +1,10 @@
 /** Workers as the server sees them: a lease kept alive by the worker's requests (pings, takes, results). */
 
-export type WorkerState = 'initializing' | 'idle' | 'running' | 'throttled' | 'unhealthy';
+/**
+ * `standby`: a FlashBoot worker kept started while its endpoint is scaled to zero; it is not counted or billed and
+ * becomes a normal worker the moment it takes a job.
+ */
+export type WorkerState = 'initializing' | 'idle' | 'running' | 'throttled' | 'unhealthy' | 'standby';
 
 export interface WorkerRecord {
   id: string;

@@ -2,7 +2,15 @@ import type { Store } from '../store/index.ts';
 
 export interface EndpointHealth {
   jobs: { completed: number; failed: number; inProgress: number; inQueue: number; retried: number };
-  workers: { idle: number; running: number; initializing: number; ready: number; throttled: number; unhealthy: number };
+  workers: {
+    idle: number;
+    running: number;
+    initializing: number;
+    ready: number;
+    throttled: number;
+    unhealthy: number;
+    standby: number;
+  };
 }
 
 /** The /health body (interface §4.1 rule 7), with the extra worker states the hosted service also reports. */
@@ -12,7 +20,7 @@ export async function endpointHealth(store: Store, endpointId: string): Promise<
     store.listWorkers(endpointId),
     store.runningByWorker(endpointId),
   ]);
-  const w = { idle: 0, running: 0, initializing: 0, ready: 0, throttled: 0, unhealthy: 0 };
+  const w = { idle: 0, running: 0, initializing: 0, ready: 0, throttled: 0, unhealthy: 0, standby: 0 };
   for (const worker of workers) {
     if ((load[worker.id] ?? 0) > 0) w.running++;
     else if (worker.state === 'idle' || worker.state === 'running') w.idle++;

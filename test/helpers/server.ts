@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../../src/config/index.ts';
 import { startServer, type WharfServer } from '../../src/cli/index.ts';
+import type { Clock } from '../../src/engine/index.ts';
 
 export const ADMIN_KEY = 'wharf_test_admin_key_0123456789';
 
@@ -32,7 +33,12 @@ export interface ApiResponse {
   json: any;
 }
 
-export async function request(url: string, method: string, body?: unknown, opts: RequestOpts = {}): Promise<ApiResponse> {
+export async function request(
+  url: string,
+  method: string,
+  body?: unknown,
+  opts: RequestOpts = {},
+): Promise<ApiResponse> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.key) headers['authorization'] ??= `Bearer ${opts.key}`;
   let payload: string | undefined;
@@ -62,10 +68,32 @@ export const FAST: Partial<Record<keyof Config, unknown>> = {
   executor: 'none',
 };
 
-export async function startTestServer(overrides: Partial<Record<keyof Config, unknown>> = {}): Promise<TestServer> {
+/**
+ * A clock the test moves by hand: real time plus an offset that only `advance()` changes, so ttl, retention and
+ * execution timeouts of minutes or days are reached at once while short waits still pass in real time.
+ */
+export class TestClock implements Clock {
+  private offset = 0;
+  now(): number {
+    return Date.now() + this.offset;
+  }
+  advance(ms: number): void {
+    this.offset += ms;
+  }
+}
+
+export interface TestServerOptions {
+  /** The server's clock (default: the real one). */
+  clock?: Clock;
+}
+
+export async function startTestServer(
+  overrides: Partial<Record<keyof Config, unknown>> = {},
+  opts: TestServerOptions = {},
+): Promise<TestServer> {
   const dataDir = (overrides['dataDir'] as string | undefined) ?? mkdtempSync(join(tmpdir(), 'wharf-test-'));
   const config = loadConfig({ argv: [], env: {}, overrides: { ...FAST, dataDir, ...overrides } });
-  const server = await startServer(config, { silent: true });
+  const server = await startServer(config, opts.clock ? { silent: true, clock: opts.clock } : { silent: true });
   return {
     server,
     url: server.url,
@@ -93,7 +121,12 @@ export async function createEndpoint(
     ...template,
   });
   if (tpl.status !== 200) throw new Error(`template create failed: ${tpl.status} ${tpl.text}`);
-  const ep = await t.api('POST', '/v1/endpoints', { name: 'test', templateId: tpl.json.id, workersMax: 0, ...endpoint });
+  const ep = await t.api('POST', '/v1/endpoints', {
+    name: 'test',
+    templateId: tpl.json.id,
+    workersMax: 0,
+    ...endpoint,
+  });
   if (ep.status !== 200) throw new Error(`endpoint create failed: ${ep.status} ${ep.text}`);
   return ep.json.id as string;
 }
@@ -104,14 +137,24 @@ export function protocolWorker(t: Pick<TestServer, 'url' | 'key'>, endpointId: s
   const auth = { authorization: key };
   return {
     take: (query = 'job_in_progress=0', signal?: AbortSignal) =>
-      request(`${base}/job-take/${workerId}?gpu=TEST&${query}`, 'GET', undefined, { headers: { ...auth, 'content-type': 'application/json' }, signal }),
+      request(`${base}/job-take/${workerId}?gpu=TEST&${query}`, 'GET', undefined, {
+        headers: { ...auth, 'content-type': 'application/json' },
+        signal,
+      }),
     takeBatch: (n: number) =>
-      request(`${base}/job-take-batch/${workerId}?gpu=TEST&batch_size=${n}&job_in_progress=0`, 'GET', undefined, { headers: auth }),
+      request(`${base}/job-take-batch/${workerId}?gpu=TEST&batch_size=${n}&job_in_progress=0`, 'GET', undefined, {
+        headers: auth,
+      }),
     stops: () => request(`${base}/job-stop/${workerId}?gpu=TEST`, 'GET', undefined, { headers: auth }),
     done: (jobId: string, body: unknown, isStream = false) =>
       request(`${base}/job-done/${workerId}/${jobId}?gpu=TEST&isStream=${isStream}`, 'POST', undefined, {
         raw: typeof body === 'string' ? body : JSON.stringify(body),
-        headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded', charset: 'utf-8', 'x-request-id': jobId },
+        headers: {
+          ...auth,
+          'content-type': 'application/x-www-form-urlencoded',
+          charset: 'utf-8',
+          'x-request-id': jobId,
+        },
       }),
     stream: (jobId: string, body: unknown) =>
       request(`${base}/job-stream/${workerId}/${jobId}?gpu=TEST&isStream=false`, 'POST', undefined, {
