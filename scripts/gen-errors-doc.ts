@@ -4,7 +4,8 @@ import { ERRORS } from '../src/errors/index.ts';
 
 export function renderErrorsDoc(): string {
   const rows = Object.entries(ERRORS).map(
-    ([code, spec]) => `| \`${code}\` | ${spec.status} | ${spec.message.replaceAll('|', '\\|')} | ${spec.doc.replaceAll('|', '\\|')} |`,
+    ([code, spec]) =>
+      `| \`${code}\` | ${spec.status} | ${spec.message.replaceAll('|', '\\|')} | ${spec.doc.replaceAll('|', '\\|')} |`,
   );
   return `# Errors
 

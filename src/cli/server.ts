@@ -11,6 +11,16 @@ import {
   WorkerGateway,
   type Clock,
 } from '../engine/index.ts';
+import {
+  discoverGpus,
+  GpuInventory,
+  LogBook,
+  parseDeclaredGpus,
+  ProcessExecutor,
+  Supervisor,
+  type Executor,
+  type Gpu,
+} from '../fleet/index.ts';
 import { buildApp } from '../http/index.ts';
 import { openSqliteStore, type Store } from '../store/index.ts';
 
@@ -63,12 +73,24 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     maxAttempts: config.maxAttempts,
   });
   const accounts = new Accounts(store);
-  const resources = new Resources(store, () => null);
+  const executor: Executor | null =
+    config.executor === 'process' ? new ProcessExecutor({ stateDir: join(dataDir, 'workers') }) : null;
+  const resources = new Resources(store, (image) => executor?.validateImage(image) ?? null);
+  const logs = new LogBook();
+  let supervisor: Supervisor | null = null;
   const { admin, generatedKey } = await accounts.bootstrapAdmin(config.adminKey);
   if (generatedKey) writeAdminKey(dataDir, generatedKey);
 
   const app = buildApp(
-    { store, engine, workers, accounts, resources },
+    {
+      store,
+      engine,
+      workers,
+      accounts,
+      resources,
+      logs,
+      fleetStatus: (id) => supervisor?.status(id) ?? { throttled: 0, reason: null, message: null },
+    },
     { logLevel: opts.silent ? 'silent' : config.logLevel, ready: () => store.ping() },
   );
   const sweeper = new Sweeper(engine, workers, {
@@ -84,11 +106,35 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}`;
+  if (executor) {
+    const inventory = new GpuInventory(await gpuList(config.gpus, (m) => app.log.warn(m)), {
+      dataCenterId: config.dataCenterId,
+    });
+    supervisor = new Supervisor(
+      { store, engine, gateway: workers, accounts, executor, inventory, logs, clock },
+      {
+        publicUrl: config.publicUrl ?? url.replace('0.0.0.0', '127.0.0.1'),
+        pingIntervalMs: config.workerPingIntervalMs,
+        graceMs: config.shutdownGraceMs,
+        initTimeoutMs: config.workerInitTimeoutMs,
+        tickMs: config.scaleIntervalMs,
+        dataCenterId: config.dataCenterId,
+        maxAttempts: config.maxAttempts,
+        volumeDir: (id) => join(dataDir, 'volumes', id),
+      },
+    );
+    supervisor.onError = (error) => app.log.error({ err: error }, 'supervisor pass failed');
+    resources.onEndpointChange.add(({ endpoint }) => supervisor?.poke(endpoint.id));
+    await supervisor.start();
+  }
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
       await sweeper.stop();
+      // Workers first: on SIGTERM they finish running jobs and post results to the still-open server.
+      await supervisor?.stop();
       bus.close();
       await app.close();
       await store.close();
@@ -97,7 +143,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   };
 
   return {
-    url: `http://${host}:${port}`,
+    url,
     port,
     store,
     engine,
@@ -108,6 +154,19 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     adminUserId: admin.id,
     close,
   };
+}
+
+/** The machine's GPUs: discovered with nvidia-smi (`auto`), none, or declared (`NVIDIA A40:2,…`). */
+async function gpuList(spec: string, warn: (message: string) => void): Promise<Gpu[]> {
+  if (spec === 'auto') {
+    try {
+      return await discoverGpus();
+    } catch (error) {
+      warn(`GPU discovery failed, running CPU-only: ${(error as Error).message}`);
+      return [];
+    }
+  }
+  return parseDeclaredGpus(spec);
 }
 
 /** The generated admin key is written once, readable by the owner only. */

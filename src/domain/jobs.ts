@@ -59,6 +59,8 @@ export interface Job {
   policy: JobPolicy;
   /** Whether `policy` was given by the submitter (it is then passed to the worker as given). */
   policyGiven: boolean;
+  /** The submitted `policy` as JSON text, exactly as given (what the worker receives); null when none was given. */
+  policyJson?: string | null;
   s3ConfigJson: string | null;
   mode: SubmitMode;
   /** Retention after completion, decided at submission. */

@@ -10,7 +10,7 @@ import {
 } from '../domain/index.ts';
 import { WharfError } from '../errors/index.ts';
 import type { JobCounts, Store, SweptJob } from '../store/index.ts';
-import { topics, type Bus } from './bus.ts';
+import { topics, type Bus, type Waiter } from './bus.ts';
 import type { Clock } from './clock.ts';
 
 export interface EngineOptions {
@@ -101,6 +101,7 @@ export class JobEngine {
       webhook: sub.webhook ?? null,
       policy: this.resolvePolicy(endpoint.executionTimeoutMs, sub.policy),
       policyGiven: sub.policy !== undefined,
+      policyJson: sub.policy === undefined ? null : JSON.stringify(sub.policy),
       s3ConfigJson: sub.s3Config === undefined ? null : JSON.stringify(sub.s3Config),
       mode,
       retentionMs: mode === 'async' ? RETENTION.async : waitGiven ? RETENTION.syncWithWait : RETENTION.sync,
@@ -113,6 +114,8 @@ export class JobEngine {
   /** The job, or the right 404: expired (ttl), results expired (retention), or never existed. */
   async getJob(endpointId: string, jobId: string): Promise<Job> {
     const job = await this.store.getJob(endpointId, jobId);
+    // Past its ttl the job is gone, even in the moment before a sweep deletes it.
+    if (job && job.expiresAt <= this.clock.now()) throw new WharfError('JOB_EXPIRED', { jobId });
     if (job) return job;
     throw await this.missingJobError(endpointId, jobId);
   }
@@ -124,11 +127,27 @@ export class JobEngine {
     return new WharfError('JOB_NOT_FOUND', { jobId });
   }
 
+  /**
+   * Arm a wake-up for changes of one job. A purge deletes queued jobs in bulk without naming them, so waiters also
+   * listen to their endpoint's purge topic (and then find their job gone, or not, on the next read).
+   */
+  private armJob(endpointId: string, jobId: string, timeoutMs: number, signal?: AbortSignal): Waiter {
+    const own = this.bus.arm(topics.job(jobId), timeoutMs, signal);
+    const purge = this.bus.arm(purgeTopic(endpointId), timeoutMs, signal);
+    return {
+      promise: Promise.race([own.promise, purge.promise]),
+      dispose: () => {
+        own.dispose();
+        purge.dispose();
+      },
+    };
+  }
+
   /** Wait until the job is final or `waitMs` passed; returns the job as it is then. */
   async waitForFinal(endpointId: string, jobId: string, waitMs: number, signal?: AbortSignal): Promise<Job> {
     const deadline = this.clock.now() + waitMs;
     for (;;) {
-      const waiter = this.bus.arm(topics.job(jobId), deadline - this.clock.now(), signal);
+      const waiter = this.armJob(endpointId, jobId, deadline - this.clock.now(), signal);
       try {
         const job = await this.getJob(endpointId, jobId);
         if (isTerminal(job.status) || this.clock.now() >= deadline || signal?.aborted) return job;
@@ -147,7 +166,7 @@ export class JobEngine {
   async stream(endpointId: string, jobId: string, consumer: string, waitMs: number | undefined, signal?: AbortSignal) {
     const deadline = this.clock.now() + (waitMs ?? this.opts.streamWaitMs);
     for (;;) {
-      const waiter = this.bus.arm(topics.job(jobId), deadline - this.clock.now(), signal);
+      const waiter = this.armJob(endpointId, jobId, deadline - this.clock.now(), signal);
       try {
         const job = await this.getJob(endpointId, jobId);
         const read = await this.store.readChunks(endpointId, jobId, consumer);
@@ -205,7 +224,9 @@ export class JobEngine {
   }
 
   async purge(endpointId: string): Promise<number> {
-    return this.store.purgeQueue(endpointId, this.clock.now());
+    const removed = await this.store.purgeQueue(endpointId, this.clock.now());
+    if (removed > 0) this.bus.publish(purgeTopic(endpointId));
+    return removed;
   }
 
   async setTtl(endpointId: string, jobId: string, ttlMs: number): Promise<Job> {
@@ -222,6 +243,9 @@ export class JobEngine {
 export function isFinalStatus(status: string): status is TerminalStatus {
   return status === 'COMPLETED' || status === 'FAILED' || status === 'CANCELLED' || status === 'TIMED_OUT';
 }
+
+/** Woken when an endpoint's queue is purged (see JobEngine.armJob). */
+const purgeTopic = (endpointId: string): string => `purge:${endpointId}`;
 
 function clamp(v: number, lo: number, hi: number): number {
   return Math.min(hi, Math.max(lo, v));

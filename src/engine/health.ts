@@ -1,6 +1,8 @@
 import type { Store } from '../store/index.ts';
 
 export interface EndpointHealth {
+  /** Why queued jobs wait, when they do (`no-worker-yet`, `crash-loop`, `max-workers-reached`, …). */
+  scaling?: { reason: string; message: string | null };
   jobs: { completed: number; failed: number; inProgress: number; inQueue: number; retried: number };
   workers: {
     idle: number;
@@ -14,7 +16,11 @@ export interface EndpointHealth {
 }
 
 /** The /health body (interface §4.1 rule 7), with the extra worker states the hosted service also reports. */
-export async function endpointHealth(store: Store, endpointId: string): Promise<EndpointHealth> {
+export async function endpointHealth(
+  store: Store,
+  endpointId: string,
+  fleet?: { throttled: number; reason: string | null; message: string | null },
+): Promise<EndpointHealth> {
   const [counts, workers, load] = await Promise.all([
     store.jobCounts(endpointId),
     store.listWorkers(endpointId),
@@ -27,7 +33,9 @@ export async function endpointHealth(store: Store, endpointId: string): Promise<
     else w[worker.state]++;
   }
   w.ready = w.idle;
+  w.throttled += fleet?.throttled ?? 0;
   return {
+    ...(fleet?.reason ? { scaling: { reason: fleet.reason, message: fleet.message } } : {}),
     jobs: {
       completed: counts.completed,
       failed: counts.failed + counts.timedOut,

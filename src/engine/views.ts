@@ -22,7 +22,10 @@ export function statusBody(job: Job, now: number): string {
 export function workerJobBody(job: Job): string {
   let body = `{"id":${JSON.stringify(job.id)},"input":${job.inputJson}`;
   if (job.webhook !== null) body += `,"webhook":${JSON.stringify(job.webhook)}`;
-  if (job.policyGiven) {
+  if (job.policyJson) {
+    body += `,"policy":${job.policyJson}`;
+  } else if (job.policyGiven) {
+    // A job stored without its submitted text: the resolved policy.
     body += `,"policy":${JSON.stringify({
       executionTimeout: job.policy.executionTimeoutMs,
       lowPriority: job.policy.lowPriority,

@@ -58,7 +58,8 @@ export class WorkerGateway {
       if (viaWorkerKey.id !== workerId || viaWorkerKey.endpointId !== endpoint.id) {
         throw new WharfError('FORBIDDEN', { action: `act as worker ${workerId} on endpoint ${endpoint.id}` });
       }
-      return viaWorkerKey;
+      // The key's record may come from the auth cache: read the worker afresh (retired, state, version).
+      return (await this.store.getWorker(workerId)) ?? viaWorkerKey;
     }
     const existing = await this.store.getWorker(workerId);
     if (existing) {
@@ -98,15 +99,19 @@ export class WorkerGateway {
   }
 
   /** Long-poll for up to `max` jobs. Returns [] when none arrived in time. */
-  async take(worker: WorkerRecord, max: number, signal?: AbortSignal): Promise<Job[]> {
-    await this.touch(worker);
+  async take(worker: WorkerRecord, max: number, signal?: AbortSignal, endpointVersion?: number): Promise<Job[]> {
     const deadline = this.clock.now() + this.opts.takeWaitMs;
     for (;;) {
       const waiter = this.bus.arm(topics.queue(worker.endpointId), deadline - this.clock.now(), signal);
       try {
         // A retired worker (it asked to be recycled) gets nothing, but is held for the full poll so it cannot spin.
         const current = worker.retired ? worker : ((await this.store.getWorker(worker.id)) ?? worker);
-        if (!current.retired && !signal?.aborted) {
+        // Renewed at every look at the queue, not only when the poll began: a poll may outlive the lease, and a job
+        // must not go to a worker whose lease the sweeper already gave up on.
+        await this.touch(current);
+        // A managed worker of an older endpoint version finishes what it runs but takes nothing new (rolling update).
+        const outdated = current.managed && endpointVersion !== undefined && current.version < endpointVersion;
+        if (!current.retired && !outdated && !signal?.aborted) {
           const jobs = await this.store.takeJobs(worker.endpointId, worker.id, max, this.clock.now());
           if (jobs.length > 0) return jobs;
         }

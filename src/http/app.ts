@@ -1,9 +1,10 @@
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { WharfError } from '../errors/index.ts';
 import type { AppDeps } from './context.ts';
 import { registerErrorHandling, sendError } from './plugins/errors.ts';
 import { registerValidation } from './plugins/validation.ts';
 import { registerQueueRoutes } from './queue/routes.ts';
+import { registerLogRoutes } from './rest/logs.ts';
 import { registerRestRoutes } from './rest/routes.ts';
 import { registerWorkerRoutes } from './worker/routes.ts';
 
@@ -46,14 +47,13 @@ export function buildApp(deps: AppDeps, opts: AppOptions = {}): FastifyInstance 
       // Keys and worker keys travel in these; they are never logged.
       redact: { paths: ['req.headers.authorization', 'req.query.api_key'], censor: '[redacted]' },
     },
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 1024 * 1024,
     // Long polls hold requests for up to ~90 s (runsync up to 300 s); the server-side timeouts must outlast them.
     requestTimeout: 0,
     connectionTimeout: 0,
     keepAliveTimeout: 65_000,
-    maxParamLength: 1024,
-    routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
+    routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true, maxParamLength: 1024 },
     return503OnClosing: true,
   });
   registerValidation(app);
@@ -81,5 +81,6 @@ export function buildApp(deps: AppDeps, opts: AppOptions = {}): FastifyInstance 
   registerQueueRoutes(app, deps);
   registerWorkerRoutes(app, deps);
   registerRestRoutes(app, deps);
+  registerLogRoutes(app, deps);
   return app;
 }

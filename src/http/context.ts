@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Accounts, JobEngine, Resources, WorkerGateway } from '../engine/index.ts';
+import type { FleetStatus, LogBook } from '../fleet/index.ts';
 import type { Store } from '../store/index.ts';
 
 /** What the routes need; built once by the server (src/cli/serve.ts) or by tests. */
@@ -9,6 +10,9 @@ export interface AppDeps {
   workers: WorkerGateway;
   accounts: Accounts;
   resources: Resources;
+  /** Why an endpoint's jobs wait (absent when no supervisor runs here). */
+  fleetStatus?: (endpointId: string) => FleetStatus;
+  logs?: LogBook;
 }
 
 /**

@@ -24,6 +24,8 @@ export interface NewJob {
   webhook: string | null;
   policy: JobPolicy;
   policyGiven: boolean;
+  /** The submitted policy as JSON text, handed to the worker untouched. */
+  policyJson?: string | null;
   s3ConfigJson: string | null;
   mode: SubmitMode;
   retentionMs: number;

@@ -160,6 +160,9 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.get<{ Params: EP }>('/v2/:endpointId/health', { schema: { params: EndpointParams } }, async (request, reply) => {
     const { endpoint } = await endpointFor(request, 'read');
-    return sendJson(reply, JSON.stringify(await endpointHealth(deps.store, endpoint.id)));
+    return sendJson(
+      reply,
+      JSON.stringify(await endpointHealth(deps.store, endpoint.id, deps.fleetStatus?.(endpoint.id))),
+    );
   });
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { WorkerRecord } from '../../domain/index.ts';
+import type { Endpoint, WorkerRecord } from '../../domain/index.ts';
 import { workerJobBody } from '../../engine/index.ts';
 import { authenticate, requireUser } from '../plugins/auth.ts';
 import { clientGone, sendJson, type AppDeps } from '../context.ts';
@@ -40,16 +40,23 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
   const { accounts, resources, workers } = deps;
 
   async function workerFor(request: FastifyRequest<{ Params: WP }>, workerId: string): Promise<WorkerRecord> {
+    return (await workerAndEndpoint(request, workerId)).worker;
+  }
+
+  async function workerAndEndpoint(
+    request: FastifyRequest<{ Params: WP }>,
+    workerId: string,
+  ): Promise<{ worker: WorkerRecord; endpoint: Endpoint }> {
     const principal = await authenticate(accounts, request);
     const endpointId = request.params.endpointId;
     if (principal.kind === 'worker') {
       const endpoint = await resources.getEndpoint(principal.userId, endpointId);
-      return workers.resolveWorker(endpoint, workerId, principal.worker);
+      return { worker: await workers.resolveWorker(endpoint, workerId, principal.worker), endpoint };
     }
     // Workers started outside Wharf join an endpoint with an API key of its owner (scope all, or restricted to it).
     const user = requireUser(principal, 'write', endpointId);
     const endpoint = await resources.getEndpoint(user.user.id, endpointId);
-    return workers.resolveWorker(endpoint, workerId, null);
+    return { worker: await workers.resolveWorker(endpoint, workerId, null), endpoint };
   }
 
   function rawBody(request: FastifyRequest): string {
@@ -62,19 +69,19 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
 
   const take = async (request: FastifyRequest<{ Params: WP }>, batch: boolean) => {
     const { value: workerId, query } = unglue(request.params.workerId, request.query as Record<string, unknown>);
-    const worker = await workerFor(request, workerId);
+    const { worker, endpoint } = await workerAndEndpoint(request, workerId);
     const requested = batch ? Number(query['batch_size'] ?? 1) : 1;
     const max = Number.isFinite(requested) ? Math.min(MAX_BATCH, Math.max(1, Math.floor(requested))) : 1;
-    return { worker, max };
+    return { worker, max, version: endpoint.version };
   };
 
   app.get<{ Params: WP }>(
     '/v2/:endpointId/job-take/:workerId',
     { schema: { params: WorkerParams } },
     async (request, reply) => {
-      const { worker, max } = await take(request, false);
+      const { worker, max, version } = await take(request, false);
       const signal = clientGone(request, reply);
-      const jobs = await workers.take(worker, max, signal);
+      const jobs = await workers.take(worker, max, signal, version);
       if (jobs.length === 0) return reply.code(204).send();
       if (signal.aborted) {
         await workers.undeliverable(worker, jobs);
@@ -88,9 +95,9 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
     '/v2/:endpointId/job-take-batch/:workerId',
     { schema: { params: WorkerParams } },
     async (request, reply) => {
-      const { worker, max } = await take(request, true);
+      const { worker, max, version } = await take(request, true);
       const signal = clientGone(request, reply);
-      const jobs = await workers.take(worker, max, signal);
+      const jobs = await workers.take(worker, max, signal, version);
       if (jobs.length === 0) return reply.code(204).send();
       if (signal.aborted) {
         await workers.undeliverable(worker, jobs);

@@ -21,6 +21,10 @@ export interface LoggerOptions {
 
 export function createLogger(opts: LoggerOptions): WorkerLogger {
   const threshold = RANK[parseLevel(opts.level)];
+  if (!opts.write && process.stdout.listenerCount('error') === 0) {
+    // A closed stdout (the reader went away) reports EPIPE asynchronously; without a listener that kills the worker.
+    process.stdout.on('error', () => {});
+  }
   const write = opts.write ?? ((line: string) => void process.stdout.write(line));
   const log = (level: LogLevel, message: string, jobId?: string): void => {
     if (RANK[level] < threshold) return;

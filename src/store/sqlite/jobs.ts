@@ -41,9 +41,9 @@ export class SqliteJobs {
   submit(j: NewJob): Job {
     const expiresAt = j.createdAt + j.policy.ttlMs;
     this.q(
-      `INSERT INTO jobs (id, endpoint_id, status, input, webhook, policy, policy_given, low_priority,
+      `INSERT INTO jobs (id, endpoint_id, status, input, webhook, policy, policy_given, policy_json, low_priority,
          execution_timeout_ms, ttl_ms, s3_config, mode, retention_ms, created_at, queued_at, expires_at)
-       VALUES (?, ?, 'IN_QUEUE', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (?, ?, 'IN_QUEUE', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       j.id,
       j.endpointId,
@@ -51,6 +51,7 @@ export class SqliteJobs {
       j.webhook,
       JSON.stringify(j.policy),
       j.policyGiven ? 1 : 0,
+      j.policyJson ?? null,
       j.policy.lowPriority ? 1 : 0,
       j.policy.executionTimeoutMs,
       j.policy.ttlMs,
@@ -69,6 +70,7 @@ export class SqliteJobs {
       webhook: j.webhook,
       policy: j.policy,
       policyGiven: j.policyGiven,
+      policyJson: j.policyJson ?? null,
       s3ConfigJson: j.s3ConfigJson,
       mode: j.mode,
       retentionMs: j.retentionMs,

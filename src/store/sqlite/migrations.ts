@@ -115,6 +115,11 @@ CREATE TABLE endpoints (
 CREATE INDEX endpoints_user ON endpoints (user_id);
 `,
   },
+  {
+    version: 2,
+    name: 'jobs: the policy as submitted',
+    sql: `ALTER TABLE jobs ADD COLUMN policy_json TEXT;`,
+  },
 ];
 
 export function migrate(db: DatabaseSync): void {

@@ -9,6 +9,7 @@ export interface JobRow {
   webhook: string | null;
   policy: string;
   policy_given: number;
+  policy_json: string | null;
   s3_config: string | null;
   mode: string;
   retention_ms: number;
@@ -33,6 +34,7 @@ export function toJob(r: JobRow): Job {
     webhook: r.webhook,
     policy: JSON.parse(r.policy) as JobPolicy,
     policyGiven: r.policy_given === 1,
+    policyJson: r.policy_json,
     s3ConfigJson: r.s3_config,
     mode: r.mode as SubmitMode,
     retentionMs: r.retention_ms,

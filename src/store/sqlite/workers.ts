@@ -80,10 +80,14 @@ export class SqliteWorkers {
     );
   }
 
-  /** Workers whose lease ran out and that still count as alive. */
+  /**
+   * Workers whose lease ran out and that still count as alive, or that were already marked lease-expired but have
+   * since been handed a job (a take long poll that outlived the lease): those jobs must not stay held forever.
+   */
   silentSince(silentSince: number): string[] {
     const rows = this.q(
-      `SELECT id FROM workers WHERE last_seen_at < ? AND NOT (state = 'unhealthy' AND reason = 'lease-expired')`,
+      `SELECT id FROM workers w WHERE last_seen_at < ? AND (NOT (state = 'unhealthy' AND reason = 'lease-expired')
+         OR EXISTS (SELECT 1 FROM jobs j WHERE j.worker_id = w.id AND j.status = 'IN_PROGRESS'))`,
     ).all(silentSince) as Array<{ id: string }>;
     return rows.map((r) => r.id);
   }

@@ -1,0 +1,505 @@
+import { randomBytes } from 'node:crypto';
+import { newWorkerId, type Endpoint, type WorkerRecord } from '../domain/index.ts';
+import { coerceError } from '../errors/index.ts';
+import { hashKey, type Accounts, type Clock, type JobEngine, type WorkerGateway } from '../engine/index.ts';
+import type { Store } from '../store/index.ts';
+import { decideScaling, type WorkerView } from './autoscaler.ts';
+import { decideBackoff, recordFailure, type StartHistory } from './backoff.ts';
+import type { Executor, RunningWorker } from './executors/types.ts';
+import { parseGpuIds, type GpuInventory, type GpuRequest } from './gpus.ts';
+import type { LogBook } from './logs.ts';
+import { workerEnv } from './worker-env.ts';
+
+export interface SupervisorOptions {
+  publicUrl: string;
+  pingIntervalMs: number;
+  /** SIGTERM → SIGKILL grace when stopping a worker. */
+  graceMs: number;
+  /** A worker that made no request this long after it was started is replaced. */
+  initTimeoutMs: number;
+  tickMs: number;
+  dataCenterId: string;
+  maxAttempts: number;
+  /** Where network volumes live (process executor), for RUNPOD_VOLUME_PATH. */
+  volumeDir: (volumeId: string) => string;
+}
+
+export interface SupervisorDeps {
+  store: Store;
+  engine: JobEngine;
+  gateway: WorkerGateway;
+  accounts: Accounts;
+  executor: Executor;
+  inventory: GpuInventory;
+  logs: LogBook;
+  clock: Clock;
+}
+
+/** Why an endpoint's queued jobs wait, machine-readable (and a message for people). */
+export interface FleetStatus {
+  throttled: number;
+  reason: string | null;
+  message: string | null;
+}
+
+/** The supervisor's view of one worker it started: a small state machine (STYLE.md habit 11). */
+interface Managed {
+  id: string;
+  endpointId: string;
+  version: number;
+  handle: RunningWorker | null;
+  startedAt: number;
+  readyAt: number | null;
+  idleSince: number | null;
+  stopping: boolean;
+  standby: boolean;
+  gpuTypeId: string;
+  lastLines: string[];
+}
+
+const DEAD_RECORD_KEEP_MS = 30_000;
+
+/**
+ * Starts and stops workers so that each endpoint has what the autoscaler decides: scale from zero on demand,
+ * workersMin kept warm, workersMax respected, idle workers stopped after idleTimeout, crash loops backed off,
+ * outdated workers rolled. Workers are only started and stopped here; everything else goes through the protocol.
+ */
+export class Supervisor {
+  private readonly d: SupervisorDeps;
+  private readonly o: SupervisorOptions;
+  private readonly managed = new Map<string, Managed>();
+  private readonly history = new Map<string, StartHistory>();
+  private readonly statuses = new Map<string, FleetStatus>();
+  private readonly dirty = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private immediate = false;
+  private stopped = true;
+  private unsubscribe: (() => void) | undefined;
+  onError: (error: unknown) => void = () => {};
+
+  constructor(deps: SupervisorDeps, opts: SupervisorOptions) {
+    this.d = deps;
+    this.o = opts;
+  }
+
+  /** Clean up what a previous run left (processes and records), then start reconciling. */
+  async start(): Promise<void> {
+    await this.d.executor.cleanupOrphans();
+    for (const w of await this.d.store.listWorkers()) {
+      if (!w.managed) continue;
+      this.d.gateway.announce(
+        await this.d.store.releaseWorkerJobs(w.id, this.d.clock.now(), this.o.maxAttempts, 'server restarted'),
+      );
+      await this.d.store.deleteWorker(w.id);
+    }
+    this.stopped = false;
+    this.unsubscribe = this.d.engine.bus.onPublish((topic) => {
+      if (!topic.startsWith('queue:')) return;
+      const endpointId = topic.slice('queue:'.length);
+      // Only a cold endpoint needs an immediate pass; warm workers pick the job up themselves.
+      if (this.liveCount(endpointId) === 0) this.poke(endpointId);
+    });
+    this.schedule(0);
+  }
+
+  /** Stop every worker (SIGTERM, then SIGKILL after the grace), hand back their jobs, forget them. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.unsubscribe?.();
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+    await Promise.all([...this.managed.values()].map((m) => this.stopWorker(m, 'server shutting down')));
+    await this.d.executor.stopAll({ graceMs: this.o.graceMs });
+  }
+
+  status(endpointId: string): FleetStatus {
+    return this.statuses.get(endpointId) ?? { throttled: 0, reason: null, message: null };
+  }
+
+  /** Reconcile an endpoint now (an endpoint changed, a job arrived at a cold endpoint). */
+  poke(endpointId: string): void {
+    this.dirty.add(endpointId);
+    if (this.immediate || this.stopped) return;
+    this.immediate = true;
+    setImmediate(() => {
+      this.immediate = false;
+      if (!this.running) this.schedule(0);
+    });
+  }
+
+  private liveCount(endpointId: string): number {
+    let n = 0;
+    for (const m of this.managed.values()) if (m.endpointId === endpointId && !m.stopping) n++;
+    return n;
+  }
+
+  private schedule(delay: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.running = this.tick()
+        .catch((error: unknown) => this.onError(error))
+        .finally(() => {
+          this.running = undefined;
+          this.schedule(this.dirty.size > 0 ? 0 : this.o.tickMs);
+        });
+    }, delay);
+  }
+
+  private async tick(): Promise<void> {
+    const ids = new Set<string>(this.dirty);
+    this.dirty.clear();
+    for (const m of this.managed.values()) ids.add(m.endpointId);
+    for (const id of await this.d.store.activeEndpointIds()) ids.add(id);
+    for (const e of await this.d.store.listEndpoints(null)) if (e.workersMin > 0) ids.add(e.id);
+    for (const id of ids) {
+      try {
+        await this.reconcile(id);
+      } catch (error) {
+        this.onError(error);
+      }
+    }
+    await this.pruneDeadRecords();
+  }
+
+  private async reconcile(endpointId: string): Promise<void> {
+    const now = this.d.clock.now();
+    const endpoint = await this.d.store.getEndpoint(null, endpointId);
+    const mine = [...this.managed.values()].filter((m) => m.endpointId === endpointId && !m.stopping);
+    if (!endpoint) {
+      await Promise.all(mine.map((m) => this.stopWorker(m, 'endpoint deleted')));
+      this.statuses.delete(endpointId);
+      return;
+    }
+    const [snapshot, load, records] = await Promise.all([
+      this.d.store.queueSnapshot(endpointId),
+      this.d.store.runningByWorker(endpointId),
+      this.d.store.listWorkers(endpointId),
+    ]);
+    const byId = new Map(records.map((r) => [r.id, r]));
+    const views: WorkerView[] = [];
+    for (const m of mine) {
+      const record = byId.get(m.id);
+      const running = load[m.id] ?? 0;
+      await this.observe(m, record, running, now);
+      if (m.stopping) continue;
+      if (record?.retired && running === 0) {
+        await this.stopWorker(m, record.reason ?? 'retired');
+        continue;
+      }
+      if (m.standby) continue;
+      views.push({
+        id: m.id,
+        state: m.readyAt === null ? 'initializing' : running > 0 ? 'running' : 'idle',
+        version: m.version,
+        idleForMs: m.readyAt !== null && running === 0 && m.idleSince !== null ? now - m.idleSince : 0,
+        runningJobs: running,
+      });
+    }
+
+    const request = gpuRequest(endpoint);
+    const dcOk = endpoint.dataCenterIds.length === 0 || endpoint.dataCenterIds.includes(this.o.dataCenterId);
+    const capacity = dcOk ? this.d.inventory.capacityFor(request) : 0;
+    const decision = decideScaling(
+      {
+        workersMin: endpoint.workersMin,
+        workersMax: endpoint.workersMax,
+        idleTimeoutS: endpoint.idleTimeout,
+        scalerType: endpoint.scalerType,
+        scalerValue: endpoint.scalerValue,
+        version: endpoint.version,
+      },
+      {
+        inQueue: snapshot.inQueue,
+        inQueueLowPriority: snapshot.inQueueLowPriority,
+        inProgress: snapshot.inProgress,
+        oldestQueuedAgeMs: snapshot.oldestQueuedAt === null ? null : now - snapshot.oldestQueuedAt,
+      },
+      views,
+      capacity,
+    );
+
+    for (const s of decision.stop) {
+      const m = this.managed.get(s.workerId);
+      if (!m) continue;
+      const keepAsStandby =
+        endpoint.flashboot &&
+        s.reason === 'idle-timeout' &&
+        !mine.some((x) => x.standby && x.version === endpoint.version) &&
+        m.version === endpoint.version;
+      if (keepAsStandby) await this.toStandby(m);
+      else await this.stopWorker(m, s.reason);
+    }
+
+    const wanted = Math.max(0, decision.desired - views.length);
+    let toStart = decision.start;
+    // FlashBoot: a standby of the current version becomes a worker again instead of a cold start.
+    for (const m of mine) {
+      if (toStart <= 0) break;
+      if (m.standby && m.version === endpoint.version) {
+        await this.fromStandby(m);
+        toStart--;
+      }
+    }
+    const backoff = decideBackoff(this.historyOf(endpointId), now);
+    let throttled = Math.max(0, wanted - decision.start);
+    let startError: string | null = null;
+    if (toStart > 0 && backoff.allowed) {
+      for (let i = 0; i < toStart; i++) {
+        const result = await this.startWorker(endpoint, request);
+        if (result !== 'ok') {
+          throttled += toStart - i;
+          startError = result;
+          break;
+        }
+      }
+    } else if (toStart > 0) {
+      throttled += toStart;
+    }
+    this.statuses.set(
+      endpointId,
+      this.describe(
+        endpoint,
+        snapshot.inQueue + snapshot.inQueueLowPriority,
+        views,
+        throttled,
+        backoff,
+        startError,
+        dcOk,
+        capacity,
+        request,
+      ),
+    );
+  }
+
+  /** Track readiness and idleness of a managed worker from its record and its running jobs. */
+  private async observe(m: Managed, record: WorkerRecord | undefined, running: number, now: number): Promise<void> {
+    if (m.stopping) return;
+    if (m.readyAt === null && record && record.lastSeenAt > record.createdAt) {
+      m.readyAt = now;
+      m.idleSince = now;
+      const h = this.historyOf(m.endpointId);
+      this.history.set(m.endpointId, { ...h, lastHealthy: { sinceMs: now, untilMs: null } });
+      if (record.state === 'initializing') await this.d.store.touchWorker(m.id, record.lastSeenAt, { state: 'idle' });
+    }
+    if (m.readyAt === null && now - m.startedAt > this.o.initTimeoutMs) {
+      this.fail(
+        m.endpointId,
+        `worker ${m.id} did not become ready within ${Math.round(this.o.initTimeoutMs / 1000)} s`,
+        now,
+      );
+      await this.stopWorker(m, 'initialization timeout');
+      return;
+    }
+    if (running > 0) {
+      m.idleSince = null;
+      if (m.standby) await this.fromStandby(m);
+    } else if (m.idleSince === null) {
+      m.idleSince = now;
+    }
+  }
+
+  private async startWorker(endpoint: Endpoint, request: GpuRequest): Promise<'ok' | string> {
+    const template = await this.d.store.getTemplate(endpoint.userId, endpoint.templateId);
+    if (!template) return `template ${endpoint.templateId} of endpoint ${endpoint.id} no longer exists`;
+    const problem = this.d.executor.validateImage(template.imageName);
+    if (problem) return problem;
+    const id = newWorkerId();
+    const gpu = this.d.inventory.allocate(id, request);
+    if (!gpu.ok) return gpu.message;
+    const now = this.d.clock.now();
+    const key = `wharfw_${randomBytes(24).toString('base64url')}`;
+    const record: WorkerRecord = {
+      id,
+      endpointId: endpoint.id,
+      keyHash: hashKey(key),
+      version: endpoint.version,
+      managed: true,
+      state: 'initializing',
+      reason: null,
+      gpuTypeId: gpu.gpuTypeId || null,
+      gpuCount: gpu.indices.length,
+      createdAt: now,
+      lastSeenAt: now,
+      retired: false,
+    };
+    await this.d.store.upsertWorker(record);
+    const m: Managed = {
+      id,
+      endpointId: endpoint.id,
+      version: endpoint.version,
+      handle: null,
+      startedAt: now,
+      readyAt: null,
+      idleSince: null,
+      stopping: false,
+      standby: false,
+      gpuTypeId: gpu.gpuTypeId,
+      lastLines: [],
+    };
+    this.managed.set(id, m);
+    const volumeId = endpoint.networkVolumeId ?? endpoint.networkVolumeIds[0];
+    try {
+      m.handle = await this.d.executor.start(
+        {
+          workerId: id,
+          endpointId: endpoint.id,
+          imageName: template.imageName,
+          entrypoint: template.dockerEntrypoint,
+          startCmd: template.dockerStartCmd,
+          env: workerEnv({
+            publicUrl: this.o.publicUrl,
+            endpoint,
+            template,
+            workerId: id,
+            workerKey: key,
+            pingIntervalMs: this.o.pingIntervalMs,
+            gpuTypeId: gpu.gpuTypeId,
+            gpuIndices: gpu.indices,
+            dataCenterId: this.o.dataCenterId,
+            volumePath: volumeId ? this.o.volumeDir(volumeId) : undefined,
+          }),
+          gpuIndices: gpu.indices,
+          ...(volumeId ? { volumePath: this.o.volumeDir(volumeId) } : {}),
+        },
+        {
+          onLog: (stream, line) => {
+            this.d.logs.append(endpoint.id, id, stream, line);
+            if (stream === 'stderr' || m.lastLines.length < 5) {
+              m.lastLines.push(line);
+              if (m.lastLines.length > 5) m.lastLines.shift();
+            }
+          },
+          onExit: (info) => {
+            this.exited(m, info).catch((error: unknown) => this.onError(error));
+          },
+        },
+      );
+      return 'ok';
+    } catch (error) {
+      this.managed.delete(id);
+      this.d.inventory.release(id);
+      const message = coerceError(error).message;
+      await this.d.store.touchWorker(id, now, {
+        state: 'unhealthy',
+        reason: `failed to start: ${message}`.slice(0, 500),
+      });
+      this.fail(endpoint.id, message, now);
+      return message;
+    }
+  }
+
+  /** A worker process ended. Unless we stopped it, that is a crash: its jobs go back to the queue, backoff counts it. */
+  private async exited(m: Managed, info: { code: number | null; signal: string | null }): Promise<void> {
+    this.d.inventory.release(m.id);
+    const now = this.d.clock.now();
+    const h = this.historyOf(m.endpointId);
+    if (h.lastHealthy && h.lastHealthy.untilMs === null)
+      this.history.set(m.endpointId, { ...h, lastHealthy: { ...h.lastHealthy, untilMs: now } });
+    if (m.stopping) return;
+    this.managed.delete(m.id);
+    const how = info.signal ? `was killed by ${info.signal}` : `exited with code ${info.code}`;
+    const last = m.lastLines[m.lastLines.length - 1];
+    const reason = `worker ${how}${last ? `: ${last}` : ''}`.slice(0, 500);
+    await this.d.store.touchWorker(m.id, now, { state: 'unhealthy', reason, retired: true });
+    this.d.gateway.announce(await this.d.store.releaseWorkerJobs(m.id, now, this.o.maxAttempts, reason));
+    // A clean exit after stopPod/refresh_worker is the worker recycling itself, not a failure.
+    const record = await this.d.store.getWorker(m.id);
+    if (!(info.code === 0 && record?.retired && record.reason !== reason)) this.fail(m.endpointId, reason, now);
+    this.poke(m.endpointId);
+  }
+
+  private async stopWorker(m: Managed, reason: string): Promise<void> {
+    if (m.stopping) return;
+    m.stopping = true;
+    try {
+      await this.d.store.touchWorker(m.id, this.d.clock.now(), { retired: true, reason });
+      await m.handle?.stop({ graceMs: this.o.graceMs });
+    } finally {
+      this.managed.delete(m.id);
+      this.d.inventory.release(m.id);
+      // Jobs still held (the worker died before posting) go back to the queue rather than wait for the lease.
+      this.d.gateway.announce(
+        await this.d.store.releaseWorkerJobs(
+          m.id,
+          this.d.clock.now(),
+          this.o.maxAttempts,
+          `worker stopped (${reason})`,
+        ),
+      );
+      await this.d.store.deleteWorker(m.id);
+      this.d.gateway.forget(m.id);
+      this.d.accounts.invalidate();
+    }
+  }
+
+  private async toStandby(m: Managed): Promise<void> {
+    m.standby = true;
+    await this.d.store.touchWorker(m.id, this.d.clock.now(), { state: 'standby', reason: 'flashboot standby' });
+  }
+
+  private async fromStandby(m: Managed): Promise<void> {
+    m.standby = false;
+    m.idleSince = this.d.clock.now();
+    await this.d.store.touchWorker(m.id, this.d.clock.now(), { state: 'idle', reason: null });
+  }
+
+  private historyOf(endpointId: string): StartHistory {
+    return this.history.get(endpointId) ?? { failures: [], lastHealthy: null };
+  }
+
+  private fail(endpointId: string, error: string, now: number): void {
+    this.history.set(endpointId, recordFailure(this.historyOf(endpointId), { atMs: now, error }));
+  }
+
+  /** Dead managed workers stay visible (unhealthy, with their reason) for a while, then their records go. */
+  private async pruneDeadRecords(): Promise<void> {
+    const now = this.d.clock.now();
+    for (const w of await this.d.store.listWorkers()) {
+      if (w.managed && !this.managed.has(w.id) && w.state === 'unhealthy' && now - w.lastSeenAt > DEAD_RECORD_KEEP_MS) {
+        await this.d.store.deleteWorker(w.id);
+      }
+    }
+  }
+
+  private describe(
+    endpoint: Endpoint,
+    queued: number,
+    views: WorkerView[],
+    throttled: number,
+    backoff: ReturnType<typeof decideBackoff>,
+    startError: string | null,
+    dcOk: boolean,
+    capacity: number,
+    request: GpuRequest,
+  ): FleetStatus {
+    const s = (reason: string | null, message: string | null): FleetStatus => ({ throttled, reason, message });
+    if (backoff.crashLoop) return s('crash-loop', `workers keep failing: ${backoff.lastError ?? 'unknown error'}`);
+    if (!dcOk)
+      return s('never-placeable', `this node is in ${this.o.dataCenterId}, not in the endpoint's dataCenterIds`);
+    if (request.count > 0 && capacity === 0 && views.length === 0) {
+      const placeable = this.d.inventory.allocate('__probe__', request);
+      this.d.inventory.release('__probe__');
+      if (!placeable.ok)
+        return s(placeable.reason === 'never-placeable' ? 'never-placeable' : 'no-gpu-capacity', placeable.message);
+    }
+    if (startError) return s('start-failed', startError);
+    if (queued === 0) return s(null, null);
+    if (endpoint.workersMax === 0)
+      return s('max-workers-zero', 'workersMax is 0: no worker will start; raise workersMax');
+    if (views.length === 0) return s('no-worker-yet', 'no worker is running yet; one is being started');
+    if (views.some((v) => v.state === 'initializing')) return s('scaling-up', 'workers are starting');
+    if (throttled > 0) return s('no-gpu-capacity', 'more workers are wanted but no GPU of the requested types is free');
+    if (views.length >= endpoint.workersMax)
+      return s('max-workers-reached', `all ${endpoint.workersMax} workers are busy (workersMax reached)`);
+    return s('all-workers-busy', 'all workers are busy');
+  }
+}
+
+function gpuRequest(e: Endpoint): GpuRequest {
+  if (e.computeType === 'CPU') return { count: 0, acceptableTypes: [] };
+  const types = e.gpuIds ? parseGpuIds(e.gpuIds) : e.gpuTypeIds;
+  return { count: e.gpuCount, acceptableTypes: types, dataCenterIds: e.dataCenterIds };
+}
