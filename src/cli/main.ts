@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 import { ConfigError, loadConfig } from '../config/index.ts';
+import { fileURLToPath } from 'node:url';
+import { ensureExamples, EXAMPLES } from './examples.ts';
 import { startServer } from './server.ts';
 
 const HELP = `wharf — self-hosted serverless compute
@@ -36,6 +38,12 @@ async function serve(argv: string[]): Promise<void> {
     process.stdout.write(
       `\nAdmin API key (shown once, also saved to ${config.dataDir}/admin-key with mode 0600):\n  ${server.generatedAdminKey}\n\n`,
     );
+  }
+  if (config.examples) {
+    const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+    await ensureExamples(server, repoRoot);
+    const list = EXAMPLES.map((e) => `  ${e.name.padEnd(12)} ${server.url}/v2/${e.endpointId}`).join('\n');
+    process.stdout.write(`Example endpoints:\n${list}\n`);
   }
   process.stdout.write(`wharf listening on ${server.url}  (queue API ${server.url}/v2, REST ${server.url}/v1)\n`);
   let stopping = false;

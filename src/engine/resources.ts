@@ -114,7 +114,7 @@ export class Resources {
     await this.store.deleteTemplate(userId, id);
   }
 
-  async createEndpoint(userId: string, input: EndpointInput): Promise<Endpoint> {
+  async createEndpoint(userId: string, input: EndpointInput, opts: { id?: string } = {}): Promise<Endpoint> {
     const template = await this.templateFor(userId, input.templateId);
     this.checkImage(template.imageName);
     const e: Endpoint = {
@@ -122,7 +122,7 @@ export class Resources {
       dataCenterIds: [...ENDPOINT_DEFAULTS.dataCenterIds],
       ...stripUndefined(input),
       templateId: input.templateId,
-      id: newEndpointId(),
+      id: opts.id ?? newEndpointId(),
       userId,
       version: 1,
       createdAt: Date.now(),
