@@ -34,11 +34,20 @@ function checkWebhook(url: string | undefined): void {
 export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
   const { engine, accounts, resources } = deps;
 
+  /**
+   * The key is checked first (onRequest), before the body is read or anything is validated: a caller without a valid
+   * key gets 401 whatever it sent, and cannot make the server parse megabytes of JSON.
+   */
+  const principals = new WeakMap<FastifyRequest, Principal>();
+  const keyFirst = async (request: FastifyRequest): Promise<void> => {
+    principals.set(request, await authenticate(accounts, request));
+  };
+
   async function endpointFor(
     request: FastifyRequest<{ Params: EP }>,
     access: Access,
   ): Promise<{ endpoint: Endpoint; principal: Principal }> {
-    const principal = await authenticate(accounts, request);
+    const principal = principals.get(request) ?? (await authenticate(accounts, request));
     const endpointId = request.params.endpointId;
     const user = requireUser(principal, access, endpointId);
     const endpoint = await resources.getEndpoint(user.user.id, endpointId);
@@ -48,7 +57,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
   /** The stream cursor belongs to the caller's key: two clients reading one stream each see every chunk. */
   const consumerOf = (p: Principal): string => (p.kind === 'user' ? `key:${p.key.id}` : `worker:${p.worker.id}`);
 
-  const post = { schema: { params: EndpointParams, body: SubmitBody } };
+  const post = { schema: { params: EndpointParams, body: SubmitBody }, onRequest: keyFirst };
 
   app.post<{ Params: EP; Body: Submission }>(
     '/v2/:endpointId/run',
@@ -63,7 +72,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.post<{ Params: EP; Body: Submission; Querystring: { wait?: number } }>(
     '/v2/:endpointId/runsync',
-    { schema: { ...post.schema, querystring: RunsyncQuery }, bodyLimit: LIMITS.runsyncBodyBytes },
+    { ...post, schema: { ...post.schema, querystring: RunsyncQuery }, bodyLimit: LIMITS.runsyncBodyBytes },
     async (request, reply) => {
       const { endpoint } = await endpointFor(request, 'write');
       checkWebhook(request.body.webhook);
@@ -90,9 +99,10 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
         : await engine.setTtl(endpoint.id, request.params.jobId, request.query.ttl);
     return sendJson(reply, statusBody(job, engine.clock.now()));
   };
-  const statusOpts = { schema: { params: JobParams, querystring: StatusQuery } };
-  app.get('/v2/:endpointId/status/:jobId', statusOpts, status);
-  app.post('/v2/:endpointId/status/:jobId', statusOpts, status);
+  const statusOpts = { schema: { params: JobParams, querystring: StatusQuery }, onRequest: keyFirst };
+  type StatusRoute = { Params: JP; Querystring: { ttl?: number } };
+  app.get<StatusRoute>('/v2/:endpointId/status/:jobId', statusOpts, status);
+  app.post<StatusRoute>('/v2/:endpointId/status/:jobId', statusOpts, status);
 
   const statusSync = async (
     request: FastifyRequest<{ Params: JP; Querystring: { wait?: number } }>,
@@ -107,9 +117,10 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
     );
     return sendJson(reply, statusBody(job, engine.clock.now()));
   };
-  const waitOpts = { schema: { params: JobParams, querystring: WaitQuery } };
-  app.get('/v2/:endpointId/status-sync/:jobId', waitOpts, statusSync);
-  app.post('/v2/:endpointId/status-sync/:jobId', waitOpts, statusSync);
+  const waitOpts = { schema: { params: JobParams, querystring: WaitQuery }, onRequest: keyFirst };
+  type WaitRoute = { Params: JP; Querystring: { wait?: number } };
+  app.get<WaitRoute>('/v2/:endpointId/status-sync/:jobId', waitOpts, statusSync);
+  app.post<WaitRoute>('/v2/:endpointId/status-sync/:jobId', waitOpts, statusSync);
 
   const stream = async (
     request: FastifyRequest<{ Params: JP; Querystring: { wait?: number } }>,
@@ -125,12 +136,12 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
     );
     return sendJson(reply, streamBody(res.status, res.chunks));
   };
-  app.get('/v2/:endpointId/stream/:jobId', waitOpts, stream);
-  app.post('/v2/:endpointId/stream/:jobId', waitOpts, stream);
+  app.get<WaitRoute>('/v2/:endpointId/stream/:jobId', waitOpts, stream);
+  app.post<WaitRoute>('/v2/:endpointId/stream/:jobId', waitOpts, stream);
 
   app.post<{ Params: JP }>(
     '/v2/:endpointId/cancel/:jobId',
-    { schema: { params: JobParams } },
+    { schema: { params: JobParams }, onRequest: keyFirst },
     async (request, reply) => {
       const { endpoint } = await endpointFor(request, 'write');
       const job = await engine.cancel(endpoint.id, request.params.jobId);
@@ -140,7 +151,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.post<{ Params: JP }>(
     '/v2/:endpointId/retry/:jobId',
-    { schema: { params: JobParams } },
+    { schema: { params: JobParams }, onRequest: keyFirst },
     async (request, reply) => {
       const { endpoint } = await endpointFor(request, 'write');
       const job = await engine.retry(endpoint.id, request.params.jobId);
@@ -150,7 +161,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.post<{ Params: EP }>(
     '/v2/:endpointId/purge-queue',
-    { schema: { params: EndpointParams } },
+    { schema: { params: EndpointParams }, onRequest: keyFirst },
     async (request, reply) => {
       const { endpoint } = await endpointFor(request, 'write');
       const removed = await engine.purge(endpoint.id);
@@ -158,11 +169,15 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
     },
   );
 
-  app.get<{ Params: EP }>('/v2/:endpointId/health', { schema: { params: EndpointParams } }, async (request, reply) => {
-    const { endpoint } = await endpointFor(request, 'read');
-    return sendJson(
-      reply,
-      JSON.stringify(await endpointHealth(deps.store, endpoint.id, deps.fleetStatus?.(endpoint.id))),
-    );
-  });
+  app.get<{ Params: EP }>(
+    '/v2/:endpointId/health',
+    { schema: { params: EndpointParams }, onRequest: keyFirst },
+    async (request, reply) => {
+      const { endpoint } = await endpointFor(request, 'read');
+      return sendJson(
+        reply,
+        JSON.stringify(await endpointHealth(deps.store, endpoint.id, deps.fleetStatus?.(endpoint.id))),
+      );
+    },
+  );
 }

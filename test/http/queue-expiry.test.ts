@@ -1,0 +1,329 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import {
+  createEndpoint,
+  protocolWorker,
+  startTestServer,
+  TestClock,
+  type ApiResponse,
+  type TestServer,
+} from '../helpers/server.ts';
+
+/**
+ * Time limits of a job (interface §2.3, §3.1, §8.1; DESIGN.md §3 "Job lifecycle"): ttl, executionTimeout and result
+ * retention. A hand-moved clock reaches minutes and days at once; the server's sweeps run on it every 50 ms.
+ */
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+
+let t: TestServer;
+const clock = new TestClock();
+
+beforeAll(async () => {
+  // Worker leases far longer than any jump below, so that only the limit under test acts on a running job.
+  t = await startTestServer({ sweepIntervalMs: 50, leaseMs: 3_600_000, takeWaitMs: 500 }, { clock });
+});
+afterAll(async () => {
+  await t.close();
+});
+
+let workerSeq = 0;
+const newWorker = (endpointId: string) => protocolWorker(t, endpointId, `w-exp-${++workerSeq}`);
+
+async function submit(endpointId: string, body: Record<string, unknown> = {}, route = 'run'): Promise<string> {
+  const res = await t.api('POST', `/v2/${endpointId}/${route}`, { input: {}, ...body });
+  expect(res.status, res.text).toBe(200);
+  return res.json.id as string;
+}
+
+const status = (endpointId: string, jobId: string, query = '') =>
+  t.api('GET', `/v2/${endpointId}/status/${jobId}${query}`);
+
+function expectGone(res: ApiResponse, code: 'JOB_EXPIRED' | 'JOB_RESULTS_EXPIRED'): void {
+  expect(res.status, res.text).toBe(404);
+  expect(res.json).toMatchObject({ code, message: expect.any(String) });
+}
+
+/** Let the sweeper (every 50 ms) make a few passes at the current clock. */
+const afterSweeps = () => new Promise((resolve) => setTimeout(resolve, 200));
+
+/** Poll /status until it answers 404 with `code` (the sweep deletes the job within a pass or two). */
+async function gone(endpointId: string, jobId: string, code: 'JOB_EXPIRED' | 'JOB_RESULTS_EXPIRED') {
+  await vi.waitFor(async () => expectGone(await status(endpointId, jobId), code), { timeout: 3000, interval: 25 });
+}
+
+/** A job taken by a fresh worker and finished with `body`. */
+async function finished(endpointId: string, body: unknown, route = 'run', extra: Record<string, unknown> = {}) {
+  const w = newWorker(endpointId);
+  if (route === 'run') {
+    const id = await submit(endpointId, extra);
+    await w.take();
+    expect((await w.done(id, body)).status).toBe(200);
+    return id;
+  }
+  const taking = w.take();
+  const runsync = t.api('POST', `/v2/${endpointId}/${route}`, { input: {}, ...extra });
+  const id = (await taking).json.id as string;
+  await w.done(id, body);
+  expect((await runsync).json.status).not.toBe('IN_QUEUE');
+  return id;
+}
+
+describe('ttl', () => {
+  it('a queued job is deleted when its ttl runs out: 404 JOB_EXPIRED, never handed out', async () => {
+    const ep = await createEndpoint(t);
+    const id = await submit(ep, { policy: { ttl: 10_000 } });
+    clock.advance(9_000);
+    await afterSweeps();
+    expect((await status(ep, id)).json.status).toBe('IN_QUEUE');
+
+    clock.advance(1_001);
+    // A status-sync waiter is woken by the expiry itself.
+    const waited = await t.api('GET', `/v2/${ep}/status-sync/${id}?wait=5000`);
+    expectGone(waited, 'JOB_EXPIRED');
+    expectGone(await status(ep, id), 'JOB_EXPIRED');
+    expect((await newWorker(ep).take()).status).toBe(204);
+    expectGone(await t.api('POST', `/v2/${ep}/cancel/${id}`), 'JOB_EXPIRED');
+    expectGone(await t.api('POST', `/v2/${ep}/retry/${id}`), 'JOB_EXPIRED');
+    expectGone(await t.api('GET', `/v2/${ep}/stream/${id}`), 'JOB_EXPIRED');
+  });
+
+  it('a running job is deleted at ttl: 404 JOB_EXPIRED, its worker gets job-stop, its late result is refused', async () => {
+    const ep = await createEndpoint(t);
+    const w = newWorker(ep);
+    const id = await submit(ep, { policy: { ttl: 10_000, executionTimeout: 60_000 } });
+    clock.advance(4_000);
+    expect((await w.take()).json.id).toBe(id);
+    // ttl counts from submission, not from the start: 6 s more is the end, although executionTimeout is 60 s.
+    const stopping = w.stops();
+    clock.advance(6_001);
+    const stop = await stopping;
+    expect(stop.status).toBe(200);
+    expect(stop.json).toEqual({ jobsToStop: [id] });
+    expectGone(await status(ep, id), 'JOB_EXPIRED');
+
+    const late = await w.done(id, { output: 'would have succeeded' });
+    expect(late.status).toBeGreaterThanOrEqual(400);
+    expect(late.json).toMatchObject({ code: 'JOB_EXPIRED' });
+    const lateChunk = await w.stream(id, { output: 'x' });
+    expect(lateChunk.status).toBeGreaterThanOrEqual(400);
+    expectGone(await status(ep, id), 'JOB_EXPIRED');
+  });
+
+  it('a finished job is deleted at its ttl even inside the result retention', async () => {
+    const ep = await createEndpoint(t);
+    const id = await finished(ep, { output: 1 }, 'run', { policy: { ttl: 20_000 } });
+    expect((await status(ep, id)).json.status).toBe('COMPLETED');
+    clock.advance(20_001);
+    await gone(ep, id, 'JOB_EXPIRED');
+  });
+
+  it('an expired job is refused and reported 404 even before a sweep has deleted it', async () => {
+    // Sweeps every minute (one ran at start): only the request path itself can notice the expiry.
+    const slowClock = new TestClock();
+    const slow = await startTestServer({ sweepIntervalMs: 60_000, takeWaitMs: 500 }, { clock: slowClock });
+    try {
+      const ep = await createEndpoint(slow);
+      const run = await slow.api('POST', `/v2/${ep}/run`, { input: {}, policy: { ttl: 10_000 } });
+      slowClock.advance(10_001);
+      expect((await protocolWorker(slow, ep, 'w-slow').take()).status).toBe(204);
+      const res = await slow.api('GET', `/v2/${ep}/status/${run.json.id}`);
+      expectGone(res, 'JOB_EXPIRED');
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('/status?ttl= shortens the lifespan (counted from submission)', async () => {
+    const ep = await createEndpoint(t);
+    const id = await submit(ep); // default ttl: 24 h
+    clock.advance(5_000);
+    const set = await status(ep, id, '?ttl=12000');
+    expect(set.status).toBe(200);
+    expect(set.json).toMatchObject({ id, status: 'IN_QUEUE' });
+    clock.advance(5_000);
+    await afterSweeps();
+    expect((await status(ep, id)).json.status).toBe('IN_QUEUE');
+    clock.advance(2_001);
+    await gone(ep, id, 'JOB_EXPIRED');
+  });
+
+  it('/status?ttl= lengthens the lifespan', async () => {
+    const ep = await createEndpoint(t);
+    const id = await submit(ep, { policy: { ttl: 10_000 } });
+    expect((await status(ep, id, '?ttl=60000')).status).toBe(200);
+    clock.advance(30_000);
+    await afterSweeps();
+    expect((await status(ep, id)).json.status).toBe('IN_QUEUE');
+    const w = newWorker(ep);
+    expect((await w.take()).json.id).toBe(id);
+    await w.done(id, { output: 'in time' });
+    expect((await status(ep, id)).json).toMatchObject({ status: 'COMPLETED', output: 'in time' });
+    clock.advance(30_001);
+    await gone(ep, id, 'JOB_EXPIRED');
+  });
+
+  it.each(['9999', '604800001', 'soon'])('/status?ttl=%s → 400 naming ttl, the job unchanged', async (ttl) => {
+    const ep = await createEndpoint(t);
+    const id = await submit(ep, { policy: { ttl: 10_000 } });
+    const res = await status(ep, id, `?ttl=${ttl}`);
+    expect(res.status).toBe(400);
+    expect(res.json.code).toBe('VALIDATION_FAILED');
+    expect(res.json.details.map((d: { field: string }) => d.field)).toContain('ttl');
+    clock.advance(10_001);
+    await gone(ep, id, 'JOB_EXPIRED');
+  });
+});
+
+describe('executionTimeout', () => {
+  it('a job running longer becomes TIMED_OUT, its worker gets job-stop, its late result is refused', async () => {
+    const ep = await createEndpoint(t);
+    const w = newWorker(ep);
+    const id = await submit(ep, { policy: { executionTimeout: 5_000 } });
+    // Time in the queue does not count.
+    clock.advance(30_000);
+    await afterSweeps();
+    expect((await status(ep, id)).json.status).toBe('IN_QUEUE');
+    expect((await w.take()).json.id).toBe(id);
+    clock.advance(4_000);
+    await afterSweeps();
+    expect((await status(ep, id)).json.status).toBe('IN_PROGRESS');
+
+    const stopping = w.stops();
+    clock.advance(1_001);
+    const waited = await t.api('GET', `/v2/${ep}/status-sync/${id}?wait=5000`);
+    expect(waited.json).toMatchObject({ id, status: 'TIMED_OUT' });
+    expect((await stopping).json).toEqual({ jobsToStop: [id] });
+
+    const late = await w.done(id, { output: 'late' });
+    expect(late.status).toBe(409);
+    expect(late.json).toMatchObject({ code: 'STALE_ATTEMPT' });
+    const after = await status(ep, id);
+    expect(after.json.status).toBe('TIMED_OUT');
+    expect(after.json.output).toBeUndefined();
+  });
+
+  it("the policy overrides the endpoint's execution timeout for that job only", async () => {
+    const ep = await createEndpoint(t, { executionTimeoutMs: 60_000 });
+    const w = newWorker(ep);
+    const short = await submit(ep, { policy: { executionTimeout: 5_000 } });
+    const plain = await submit(ep);
+    await w.take();
+    await w.take();
+    clock.advance(5_001);
+    await vi.waitFor(async () => expect((await status(ep, short)).json.status).toBe('TIMED_OUT'), { timeout: 3000 });
+    expect((await status(ep, plain)).json.status).toBe('IN_PROGRESS');
+    clock.advance(55_000);
+    await vi.waitFor(async () => expect((await status(ep, plain)).json.status).toBe('TIMED_OUT'), { timeout: 3000 });
+  });
+
+  it('a TIMED_OUT job can be retried; the new attempt gets a fresh timeout', async () => {
+    const ep = await createEndpoint(t);
+    const w = newWorker(ep);
+    const id = await submit(ep, { input: { again: 1 }, policy: { executionTimeout: 5_000 } });
+    await w.take();
+    clock.advance(5_001);
+    await vi.waitFor(async () => expect((await status(ep, id)).json.status).toBe('TIMED_OUT'), { timeout: 3000 });
+    await w.stops();
+
+    const retry = await t.api('POST', `/v2/${ep}/retry/${id}`);
+    expect(retry.json).toEqual({ id, status: 'IN_QUEUE' });
+    const again = await w.take();
+    expect(again.json).toMatchObject({ id, input: { again: 1 } });
+    clock.advance(4_000);
+    await afterSweeps();
+    expect((await status(ep, id)).json.status).toBe('IN_PROGRESS');
+    expect((await w.done(id, { output: 'made it' })).status).toBe(200);
+    expect((await status(ep, id)).json).toMatchObject({ status: 'COMPLETED', output: 'made it' });
+  });
+});
+
+describe('result retention', () => {
+  it('/run results are kept 30 minutes after completion, then 404 JOB_RESULTS_EXPIRED', async () => {
+    const ep = await createEndpoint(t);
+    const id = await finished(ep, { output: 'kept' });
+    clock.advance(30 * MINUTE - 2 * SECOND);
+    await afterSweeps();
+    expect((await status(ep, id)).json).toMatchObject({ status: 'COMPLETED', output: 'kept' });
+    clock.advance(2 * SECOND + 1);
+    await gone(ep, id, 'JOB_RESULTS_EXPIRED');
+    expectGone(await t.api('GET', `/v2/${ep}/status-sync/${id}`), 'JOB_RESULTS_EXPIRED');
+    expectGone(await t.api('POST', `/v2/${ep}/cancel/${id}`), 'JOB_RESULTS_EXPIRED');
+  });
+
+  it('retention counts from completion, not submission', async () => {
+    const ep = await createEndpoint(t);
+    const w = newWorker(ep);
+    const id = await submit(ep);
+    await w.take();
+    clock.advance(20 * MINUTE); // running for 20 minutes
+    await w.done(id, { output: 'slow' });
+    clock.advance(29 * MINUTE);
+    await afterSweeps();
+    expect((await status(ep, id)).json.status).toBe('COMPLETED');
+    clock.advance(MINUTE + 1);
+    await gone(ep, id, 'JOB_RESULTS_EXPIRED');
+  });
+
+  it('a FAILED job cannot be retried once its results expired: 404', async () => {
+    const ep = await createEndpoint(t);
+    const id = await finished(ep, { error: 'boom' });
+    clock.advance(30 * MINUTE + 1);
+    await gone(ep, id, 'JOB_RESULTS_EXPIRED');
+    const retry = await t.api('POST', `/v2/${ep}/retry/${id}`);
+    expectGone(retry, 'JOB_RESULTS_EXPIRED');
+    expect((await newWorker(ep).take()).status).toBe(204);
+  });
+
+  it('/runsync results are kept 1 minute', async () => {
+    const ep = await createEndpoint(t);
+    const id = await finished(ep, { output: 's' }, 'runsync');
+    expect(id).toMatch(/^sync-/);
+    clock.advance(MINUTE - 2 * SECOND);
+    await afterSweeps();
+    expect((await status(ep, id)).json.status).toBe('COMPLETED');
+    clock.advance(2 * SECOND + 1);
+    await gone(ep, id, 'JOB_RESULTS_EXPIRED');
+  });
+
+  it('/runsync?wait= results are kept 5 minutes', async () => {
+    const ep = await createEndpoint(t);
+    const id = await finished(ep, { output: 's' }, 'runsync?wait=5000');
+    clock.advance(5 * MINUTE - 2 * SECOND);
+    await afterSweeps();
+    expect((await status(ep, id)).json.status).toBe('COMPLETED');
+    clock.advance(2 * SECOND + 1);
+    await gone(ep, id, 'JOB_RESULTS_EXPIRED');
+  });
+
+  it('cancelled and timed-out jobs are kept for the retention too', async () => {
+    const ep = await createEndpoint(t);
+    const cancelled = await submit(ep);
+    await t.api('POST', `/v2/${ep}/cancel/${cancelled}`);
+    clock.advance(30 * MINUTE - SECOND);
+    await afterSweeps();
+    expect((await status(ep, cancelled)).json.status).toBe('CANCELLED');
+    clock.advance(SECOND + 1);
+    await gone(ep, cancelled, 'JOB_RESULTS_EXPIRED');
+
+    const w = newWorker(ep);
+    const timedOut = await submit(ep, { policy: { executionTimeout: 5_000 } });
+    await w.take();
+    clock.advance(5_001);
+    await vi.waitFor(async () => expect((await status(ep, timedOut)).json.status).toBe('TIMED_OUT'), {
+      timeout: 3000,
+    });
+    clock.advance(30 * MINUTE - SECOND);
+    await afterSweeps();
+    expect((await status(ep, timedOut)).json.status).toBe('TIMED_OUT');
+    clock.advance(SECOND + 1);
+    await gone(ep, timedOut, 'JOB_RESULTS_EXPIRED');
+  });
+
+  it('an unknown id stays JOB_NOT_FOUND (tombstones are per job)', async () => {
+    const ep = await createEndpoint(t);
+    const res = await status(ep, 'never-existed-e1');
+    expect(res.status).toBe(404);
+    expect(res.json.code).toBe('JOB_NOT_FOUND');
+  });
+});
