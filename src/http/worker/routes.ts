@@ -13,9 +13,10 @@ const WorkerParams = Type.Object({
   endpointId: Type.String({ minLength: 1, maxLength: 128 }),
   workerId: Type.String({ minLength: 1, maxLength: 512 }),
 });
+// The same worker id bound as on take: a worker that was handed a job must be able to post its result.
 const WorkerJobParams = Type.Object({
   endpointId: Type.String({ minLength: 1, maxLength: 128 }),
-  workerId: Type.String({ minLength: 1, maxLength: 128 }),
+  workerId: Type.String({ minLength: 1, maxLength: 512 }),
   jobId: Type.String({ minLength: 1, maxLength: 1024 }),
 });
 

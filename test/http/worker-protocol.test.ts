@@ -1,0 +1,513 @@
+// The worker side of the protocol (spec/worker-protocol.md §1) against a real server on loopback and real SQLite.
+// Every request here is what the official Python SDK sends (raw key, form-urlencoded JSON, `charset`, X-Request-ID).
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createEndpoint, protocolWorker, request, startTestServer, type TestServer } from '../helpers/server.ts';
+
+const TAKE_WAIT_MS = 1000;
+const ONE_MB = 1024 * 1024;
+
+let t: TestServer;
+let seq = 0;
+
+beforeAll(async () => {
+  t = await startTestServer({ takeWaitMs: TAKE_WAIT_MS, stopWaitMs: TAKE_WAIT_MS, streamWaitMs: 500 });
+});
+afterAll(async () => {
+  await t.close();
+});
+
+const wid = (name: string): string => `${name}-${++seq}`;
+
+async function submit(ep: string, input: unknown): Promise<string> {
+  const res = await t.api('POST', `/v2/${ep}/run`, { input });
+  expect(res.status).toBe(200);
+  return res.json.id as string;
+}
+
+async function status(ep: string, id: string): Promise<any> {
+  const res = await t.api('GET', `/v2/${ep}/status/${id}`);
+  expect(res.status).toBe(200);
+  return res.json;
+}
+
+/** An endpoint with one job taken by a fresh worker: the starting point of most result-post tests. */
+async function takenJob(input: unknown = { prompt: 'hello' }) {
+  const ep = await createEndpoint(t);
+  const w = protocolWorker(t, ep, wid('w'));
+  const id = await submit(ep, input);
+  const took = await w.take();
+  expect(took.status).toBe(200);
+  expect(took.json.id).toBe(id);
+  return { ep, w, id };
+}
+
+function expectErrorShape(res: { status: number; json: any }, status: number): void {
+  expect(res.status).toBe(status);
+  expect(typeof res.json?.code).toBe('string');
+  expect(typeof res.json?.message).toBe('string');
+}
+
+describe('job-take', () => {
+  it('is a long poll: 204 only once takeWaitMs has passed', async () => {
+    const ep = await createEndpoint(t);
+    const w = protocolWorker(t, ep, wid('idle'));
+    const started = Date.now();
+    const res = await w.take();
+    const elapsed = Date.now() - started;
+    expect(res.status).toBe(204);
+    expect(res.text).toBe('');
+    expect(elapsed).toBeGreaterThanOrEqual(TAKE_WAIT_MS - 50);
+    expect(elapsed).toBeLessThan(TAKE_WAIT_MS + 1000);
+  });
+
+  it('wakes within milliseconds of a submission, without polling the store meanwhile', async () => {
+    const ep = await createEndpoint(t);
+    const w = protocolWorker(t, ep, wid('waker'));
+    const store = t.server.store;
+    const original = store.takeJobs.bind(store);
+    let takeCalls = 0;
+    store.takeJobs = (...args) => {
+      if (args[0] === ep) takeCalls++;
+      return original(...args);
+    };
+    try {
+      const pending = w.take();
+      await new Promise((r) => setTimeout(r, 400));
+      const callsWhileIdle = takeCalls;
+      const submittedAt = Date.now();
+      const id = await submit(ep, { n: 1 });
+      const res = await pending;
+      const answeredAfter = Date.now() - submittedAt;
+      expect(res.status).toBe(200);
+      expect(res.json).toEqual({ id, input: { n: 1 } });
+      // Woken by the submission, not by a timer: well before the 1 s deadline.
+      expect(answeredAfter).toBeLessThan(300);
+      // One look at the queue when the poll began; nothing while it waited.
+      expect(callsWhileIdle).toBeLessThanOrEqual(1);
+    } finally {
+      store.takeJobs = original;
+    }
+  });
+
+  it('answers the job object with Content-Type application/json and the extras the submitter gave', async () => {
+    const ep = await createEndpoint(t);
+    const w = protocolWorker(t, ep, wid('w'));
+    const res0 = await t.api('POST', `/v2/${ep}/run`, {
+      input: { prompt: 'hé ✓' },
+      webhook: 'http://127.0.0.1:9/hook',
+      policy: { ttl: 600_000 },
+    });
+    const id = res0.json.id as string;
+    const res = await w.take();
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')?.split(';')[0]).toBe('application/json');
+    expect(res.json).toMatchObject({ id, input: { prompt: 'hé ✓' }, webhook: 'http://127.0.0.1:9/hook' });
+    expect(res.json.policy.ttl).toBe(600_000);
+    expect((await status(ep, id)).status).toBe('IN_PROGRESS');
+  });
+
+  it('batch take returns an array of up to batch_size jobs, in queue order', async () => {
+    const ep = await createEndpoint(t);
+    const w = protocolWorker(t, ep, wid('batch'));
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await submit(ep, { i }));
+    const first = await w.takeBatch(3);
+    expect(first.status).toBe(200);
+    expect(first.headers.get('content-type')?.split(';')[0]).toBe('application/json');
+    expect(Array.isArray(first.json)).toBe(true);
+    expect(first.json.map((j: any) => j.id)).toEqual(ids.slice(0, 3));
+    expect(first.json.map((j: any) => j.input)).toEqual([{ i: 0 }, { i: 1 }, { i: 2 }]);
+    const second = await w.takeBatch(3);
+    expect(second.json.map((j: any) => j.id)).toEqual(ids.slice(3));
+    for (const id of ids) expect((await status(ep, id)).status).toBe('IN_PROGRESS');
+    const empty = await w.takeBatch(3);
+    expect(empty.status).toBe(204);
+  });
+
+  it('ignores a stale X-Request-ID on take and stop requests', async () => {
+    const { ep, w, id: old } = await takenJob();
+    expect((await w.done(old, { output: 1 })).status).toBe(200);
+    const next = await submit(ep, { next: true });
+    const workerId = (await status(ep, old)).workerId as string;
+    const headers = { authorization: t.key, 'content-type': 'application/json', 'x-request-id': old };
+    const take = await request(`${t.url}/v2/${ep}/job-take/${workerId}?gpu=TEST&job_in_progress=0`, 'GET', undefined, {
+      headers,
+    });
+    expect(take.status).toBe(200);
+    expect(take.json.id).toBe(next);
+    await t.api('POST', `/v2/${ep}/cancel/${next}`);
+    const stop = await request(`${t.url}/v2/${ep}/job-stop/${workerId}?gpu=TEST`, 'GET', undefined, { headers });
+    expect(stop.status).toBe(200);
+    expect(stop.json).toEqual({ jobsToStop: [next] });
+    expect((await status(ep, old)).status).toBe('COMPLETED');
+  });
+
+  it('accepts the query glued onto the path when a template lacked `?`', async () => {
+    const ep = await createEndpoint(t);
+    const workerId = wid('noq');
+    const id = await submit(ep, { q: 1 });
+    const auth = { authorization: t.key, 'content-type': 'application/json' };
+    const take = await request(`${t.url}/v2/${ep}/job-take/${workerId}&job_in_progress=0`, 'GET', undefined, {
+      headers: auth,
+    });
+    expect(take.status).toBe(200);
+    expect(take.json.id).toBe(id);
+    const post = (kind: string, body: unknown, isStream: boolean) =>
+      request(`${t.url}/v2/${ep}/${kind}/${workerId}/${id}&isStream=${isStream}`, 'POST', undefined, {
+        raw: JSON.stringify(body),
+        headers: { authorization: t.key, 'content-type': 'application/x-www-form-urlencoded', charset: 'utf-8' },
+      });
+    expect((await post('job-stream', { output: { chunk: 0 } }, false)).status).toBe(200);
+    expect((await post('job-done', { output: [{ chunk: 0 }] }, true)).status).toBe(200);
+    const s = await status(ep, id);
+    expect(s).toMatchObject({ status: 'COMPLETED', output: [{ chunk: 0 }], workerId });
+    const stream = await t.api('GET', `/v2/${ep}/stream/${id}`);
+    expect(stream.json.stream).toEqual([{ output: { chunk: 0 } }]);
+    // A batch take with the query glued on still reads batch_size.
+    const ids = [await submit(ep, { b: 1 }), await submit(ep, { b: 2 }), await submit(ep, { b: 3 })];
+    const batch = await request(
+      `${t.url}/v2/${ep}/job-take-batch/${workerId}&batch_size=2&job_in_progress=0`,
+      'GET',
+      undefined,
+      { headers: auth },
+    );
+    expect(batch.json.map((j: any) => j.id)).toEqual(ids.slice(0, 2));
+  });
+  it('a worker with a long id (any RUNPOD_POD_ID) that can take jobs can also post their results', async () => {
+    const ep = await createEndpoint(t);
+    const workerId = `pod-${'x'.repeat(200)}`;
+    const w = protocolWorker(t, ep, workerId);
+    const id = await submit(ep, { long: true });
+    expect((await w.take()).json.id).toBe(id);
+    expect((await w.stream(id, { output: 'c' })).status).toBe(200);
+    expect((await w.done(id, { output: 'ok' })).status).toBe(200);
+    expect(await status(ep, id)).toMatchObject({ status: 'COMPLETED', output: 'ok', workerId });
+  });
+});
+
+describe('job-stop', () => {
+  it('returns {"jobsToStop":[...]} for cancelled jobs, waking a waiting poll', async () => {
+    const { ep, w, id } = await takenJob();
+    const pending = w.stops();
+    await new Promise((r) => setTimeout(r, 200));
+    const cancelledAt = Date.now();
+    const cancel = await t.api('POST', `/v2/${ep}/cancel/${id}`);
+    expect(cancel.json).toEqual({ id, status: 'CANCELLED' });
+    const res = await pending;
+    expect(Date.now() - cancelledAt).toBeLessThan(300);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')?.split(';')[0]).toBe('application/json');
+    expect(res.json).toEqual({ jobsToStop: [id] });
+    // Delivered once; the next poll waits and answers 204.
+    expect((await w.stops()).status).toBe(204);
+    // A result that arrives anyway changes nothing.
+    const late = await w.done(id, { output: 'late' });
+    expect(late.status).toBe(409);
+    expect(await status(ep, id)).toMatchObject({ status: 'CANCELLED' });
+    expect((await status(ep, id)).output).toBeUndefined();
+  });
+
+  it('tells only the worker that runs the job', async () => {
+    const { ep, id } = await takenJob();
+    const other = protocolWorker(t, ep, wid('bystander'));
+    await t.api('POST', `/v2/${ep}/cancel/${id}`);
+    expect((await other.stops()).status).toBe(204);
+  });
+});
+
+describe('job-done bodies (every captured shape)', () => {
+  const finals: Array<[string, unknown, Record<string, unknown>]> = [
+    [
+      '{"output": {...}}',
+      { output: { echo: { prompt: 'hello' } } },
+      { status: 'COMPLETED', output: { echo: { prompt: 'hello' } } },
+    ],
+    ['{"error": "..."}', { error: 'bad input' }, { status: 'FAILED', error: 'bad input' }],
+    [
+      '{"output", "error"}',
+      { output: { partial: 1 }, error: 'partial failure' },
+      { status: 'FAILED', output: { partial: 1 }, error: 'partial failure' },
+    ],
+    ['a string output', { output: 'plain string' }, { status: 'COMPLETED', output: 'plain string' }],
+    ['a list output', { output: [1, 2, 3] }, { status: 'COMPLETED', output: [1, 2, 3] }],
+    ['a number output', { output: 42 }, { status: 'COMPLETED', output: 42 }],
+    ['a null output', { output: null }, { status: 'COMPLETED', output: null }],
+    ['a false output', { output: false }, { status: 'COMPLETED', output: false }],
+    ['non-ASCII text, not escaped', { output: 'héllo ✓ 日本' }, { status: 'COMPLETED', output: 'héllo ✓ 日本' }],
+    ['a falsy error', { output: 1, error: '' }, { status: 'COMPLETED', output: 1 }],
+    ['an object error', { error: { kind: 'oops' } }, { status: 'FAILED', error: { kind: 'oops' } }],
+  ];
+
+  it.each(finals)('%s', async (_name, body, expected) => {
+    const { ep, w, id } = await takenJob();
+    // The Python SDK's exact post: JSON text (UTF-8) under a form-urlencoded content type.
+    const res = await w.done(id, JSON.stringify(body));
+    expect(res.status).toBe(200);
+    const s = await status(ep, id);
+    expect(s).toMatchObject(expected);
+    if (!('error' in expected)) expect(s.error).toBeUndefined();
+    expect(typeof s.executionTime).toBe('number');
+  });
+
+  it('{} completes the job without any output', async () => {
+    const { ep, w, id } = await takenJob();
+    expect((await w.done(id, {})).status).toBe(200);
+    const s = await status(ep, id);
+    expect(s.status).toBe('COMPLETED');
+    expect('output' in s).toBe(false);
+    expect('error' in s).toBe(false);
+  });
+
+  it('the handler-exception report (a JSON-encoded string) is the FAILED error, verbatim', async () => {
+    const { ep, w, id } = await takenJob();
+    const report = JSON.stringify({
+      error_type: "<class 'ValueError'>",
+      error_message: 'boom',
+      error_traceback: 'Traceback (most recent call last):\n ...',
+      hostname: 'worker-abc-host',
+      worker_id: 'worker-abc',
+      runpod_version: '1.12.0',
+    });
+    expect((await w.done(id, { error: report })).status).toBe(200);
+    const s = await status(ep, id);
+    expect(s.status).toBe('FAILED');
+    expect(s.error).toBe(report);
+    expect(JSON.parse(s.error).error_message).toBe('boom');
+  });
+
+  it('progress ({"status":"IN_PROGRESS"}) is not final and shows as output while the job runs', async () => {
+    const { ep, w, id } = await takenJob();
+    expect((await w.done(id, { status: 'IN_PROGRESS', output: { pct: 50 } })).status).toBe(200);
+    expect(await status(ep, id)).toMatchObject({ status: 'IN_PROGRESS', output: { pct: 50 } });
+    expect((await w.done(id, { status: 'IN_PROGRESS', output: 'almost' })).status).toBe(200);
+    expect(await status(ep, id)).toMatchObject({ status: 'IN_PROGRESS', output: 'almost' });
+    expect((await w.done(id, { output: { done: true } })).status).toBe(200);
+    expect(await status(ep, id)).toMatchObject({ status: 'COMPLETED', output: { done: true } });
+  });
+
+  it('a progress post wakes /status-sync waiters without ending the wait', async () => {
+    const { ep, w, id } = await takenJob();
+    const waiting = t.api('GET', `/v2/${ep}/status-sync/${id}?wait=3000`);
+    await new Promise((r) => setTimeout(r, 150));
+    await w.done(id, { status: 'IN_PROGRESS', output: 'half' });
+    await new Promise((r) => setTimeout(r, 150));
+    await w.done(id, { output: 'all' });
+    const res = await waiting;
+    expect(res.json).toMatchObject({ status: 'COMPLETED', output: 'all' });
+  });
+
+  it('generator finals (isStream=true): {"output": []} and an aggregated list', async () => {
+    for (const final of [[], [{ chunk: 0 }, { chunk: 1 }]]) {
+      const { ep, w, id } = await takenJob({});
+      expect((await w.stream(id, { output: { chunk: 0 } })).status).toBe(200);
+      expect((await w.stream(id, { output: { chunk: 1 } })).status).toBe(200);
+      expect((await w.done(id, { output: final }, true)).status).toBe(200);
+      expect(await status(ep, id)).toMatchObject({ status: 'COMPLETED', output: final });
+      const stream = await t.api('GET', `/v2/${ep}/stream/${id}`);
+      expect(stream.json).toEqual({
+        status: 'COMPLETED',
+        stream: [{ output: { chunk: 0 } }, { output: { chunk: 1 } }],
+      });
+    }
+  });
+
+  it('a failing generator: chunks stay streamed, the final error fails the job', async () => {
+    const { ep, w, id } = await takenJob({ fail: true });
+    await w.stream(id, { output: { chunk: 0 } });
+    const error = 'handler: gen failed \ntraceback: Traceback (most recent call last):\nRuntimeError: gen failed\n';
+    expect((await w.done(id, { error }, true)).status).toBe(200);
+    expect(await status(ep, id)).toMatchObject({ status: 'FAILED', error });
+    expect((await t.api('GET', `/v2/${ep}/stream/${id}`)).json.stream).toEqual([{ output: { chunk: 0 } }]);
+  });
+
+  it('stopPod: true retires the worker: later takes get no job and are held, not spun', async () => {
+    const { ep, w, id } = await takenJob();
+    expect((await w.done(id, { error: 'bad input', stopPod: true })).status).toBe(200);
+    expect(await status(ep, id)).toMatchObject({ status: 'FAILED', error: 'bad input' });
+    const next = await submit(ep, { after: 'retire' });
+    const started = Date.now();
+    const res = await w.take();
+    expect(res.status).toBe(204);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(TAKE_WAIT_MS - 50);
+    expect((await w.takeBatch(2)).status).toBe(204);
+    expect((await status(ep, next)).status).toBe('IN_QUEUE');
+    // Another worker gets it at once.
+    const other = protocolWorker(t, ep, wid('fresh'));
+    const took = await other.take();
+    expect(took.json.id).toBe(next);
+  });
+
+  it('stopPod on a successful result still completes the job (refresh_worker)', async () => {
+    const { ep, w, id } = await takenJob({ x: 1 });
+    expect((await w.done(id, { output: { echo: { x: 1 } }, stopPod: true })).status).toBe(200);
+    expect(await status(ep, id)).toMatchObject({ status: 'COMPLETED', output: { echo: { x: 1 } } });
+    await submit(ep, { y: 1 });
+    expect((await w.take()).status).toBe(204);
+  });
+
+  it('a second final post for the same job is refused and changes nothing', async () => {
+    const { ep, w, id } = await takenJob();
+    expect((await w.done(id, { output: 'first' })).status).toBe(200);
+    const again = await w.done(id, { output: 'second' });
+    expectErrorShape(again, 409);
+    expect(again.json.code).toBe('STALE_ATTEMPT');
+    expect(await status(ep, id)).toMatchObject({ status: 'COMPLETED', output: 'first' });
+    const progress = await w.done(id, { status: 'IN_PROGRESS', output: 'late progress' });
+    expect(progress.status).toBe(409);
+    expect((await status(ep, id)).output).toBe('first');
+  });
+
+  it('a post for an unknown job is 404 with the error shape', async () => {
+    const { w } = await takenJob();
+    const res = await w.done('no-such-job', { output: 1 });
+    expectErrorShape(res, 404);
+    expect(res.json.code).toBe('JOB_NOT_FOUND');
+  });
+});
+
+describe('malformed worker bodies', () => {
+  const bad: Array<[string, string]> = [
+    ['not JSON', 'output=1&x=2'],
+    ['truncated JSON', '{"output": '],
+    ['a JSON array', '[{"output": 1}]'],
+    ['a JSON string', '"done"'],
+    ['a JSON number', '42'],
+    ['JSON null', 'null'],
+    ['an empty body', ''],
+  ];
+
+  it.each(bad)('job-done with %s → 400 and the job unchanged', async (_name, raw) => {
+    const { ep, w, id } = await takenJob();
+    await w.done(id, { status: 'IN_PROGRESS', output: 'before' });
+    const res = await w.done(id, raw);
+    expectErrorShape(res, 400);
+    expect(await status(ep, id)).toMatchObject({ status: 'IN_PROGRESS', output: 'before' });
+    // The worker still holds the attempt and can post a proper result.
+    expect((await w.done(id, { output: 'after' })).status).toBe(200);
+    expect(await status(ep, id)).toMatchObject({ status: 'COMPLETED', output: 'after' });
+  });
+
+  it.each(bad)('job-stream with %s → 400 and no chunk added', async (_name, raw) => {
+    const { ep, w, id } = await takenJob();
+    const res = await w.stream(id, raw);
+    expectErrorShape(res, 400);
+    expect((await status(ep, id)).status).toBe('IN_PROGRESS');
+    const stream = await t.api('GET', `/v2/${ep}/stream/${id}?wait=0`);
+    expect(stream.json.stream).toEqual([]);
+  });
+
+  it('job-stream without an `output` member → 400', async () => {
+    const { w, id } = await takenJob();
+    const res = await w.stream(id, { chunk: 1 });
+    expectErrorShape(res, 400);
+  });
+
+  it('a JSON body sent with a JSON content type that does not parse → 400 too', async () => {
+    const { ep, id, w } = await takenJob();
+    const workerId = (await status(ep, id)).workerId as string;
+    const res = await request(
+      `${t.url}/v2/${ep}/job-done/${workerId}/${id}?gpu=TEST&isStream=false`,
+      'POST',
+      undefined,
+      {
+        raw: '{not json',
+        headers: { authorization: t.key, 'content-type': 'application/json' },
+      },
+    );
+    expectErrorShape(res, 400);
+    expect((await status(ep, id)).status).toBe('IN_PROGRESS');
+    expect((await w.done(id, { output: 1 })).status).toBe(200);
+  });
+});
+
+describe('job-stream', () => {
+  it('appends {"output": ...} items in order, visible through /stream while the job runs', async () => {
+    const { ep, w, id } = await takenJob({});
+    const items = [{ chunk: 0 }, 'text', [1, 2], null, 7];
+    for (const output of items) expect((await w.stream(id, { output })).status).toBe(200);
+    const first = await t.api('GET', `/v2/${ep}/stream/${id}`);
+    expect(first.json).toEqual({ status: 'IN_PROGRESS', stream: items.map((output) => ({ output })) });
+    // A /stream long poll waiting for more is woken by the next chunk.
+    const waiting = t.api('GET', `/v2/${ep}/stream/${id}?wait=3000`);
+    await new Promise((r) => setTimeout(r, 150));
+    const postedAt = Date.now();
+    await w.stream(id, { output: 'more' });
+    const next = await waiting;
+    expect(Date.now() - postedAt).toBeLessThan(500);
+    expect(next.json.stream).toEqual([{ output: 'more' }]);
+  });
+
+  it('a string chunk over 1 MB is split into several chunks of at most 1 MB', async () => {
+    const { ep, w, id } = await takenJob({});
+    // Multi-byte characters and characters JSON must escape, so byte, char and escaped lengths all differ.
+    const unit = 'aé✓"\\\n';
+    const big = unit.repeat(Math.ceil((2.5 * ONE_MB) / Buffer.byteLength(unit)));
+    const res = await w.stream(id, { output: big });
+    expect(res.status).toBe(200);
+    const stream = await t.api('GET', `/v2/${ep}/stream/${id}`);
+    const chunks = stream.json.stream as Array<{ output: string }>;
+    expect(chunks.length).toBeGreaterThan(1);
+    for (const c of chunks) {
+      expect(typeof c.output).toBe('string');
+      expect(Buffer.byteLength(JSON.stringify(c))).toBeLessThanOrEqual(ONE_MB);
+    }
+    expect(chunks.map((c) => c.output).join('')).toBe(big);
+  });
+
+  it('a non-string chunk over 1 MB is refused with 413 and nothing is stored', async () => {
+    const { ep, w, id } = await takenJob({});
+    const res = await w.stream(id, { output: { text: 'x'.repeat(ONE_MB + 10) } });
+    expectErrorShape(res, 413);
+    expect((await status(ep, id)).status).toBe('IN_PROGRESS');
+    expect((await t.api('GET', `/v2/${ep}/stream/${id}?wait=0`)).json.stream).toEqual([]);
+  });
+
+  it('a chunk of exactly the limit is kept whole', async () => {
+    const { ep, w, id } = await takenJob({});
+    const output = 'y'.repeat(ONE_MB - JSON.stringify({ output: '' }).length);
+    expect(Buffer.byteLength(JSON.stringify({ output }))).toBe(ONE_MB);
+    expect((await w.stream(id, { output })).status).toBe(200);
+    const chunks = (await t.api('GET', `/v2/${ep}/stream/${id}`)).json.stream;
+    expect(chunks).toHaveLength(1);
+    expect(chunks[0].output).toBe(output);
+  });
+});
+
+describe('ping', () => {
+  it('answers {"status":"pong"} with 200, with and without job ids', async () => {
+    const { w, id } = await takenJob();
+    for (const res of [await w.ping(), await w.ping([id])]) {
+      expect(res.status).toBe(200);
+      expect(res.json).toEqual({ status: 'pong' });
+    }
+  });
+
+  it('status=unhealthy&check&reason marks the worker unhealthy and requeues its job', async () => {
+    const { ep, w, id } = await takenJob();
+    const workerId = (await status(ep, id)).workerId as string;
+    const res = await w.ping(
+      [],
+      '&status=unhealthy&check=check_model_present&reason=RuntimeError%3A+model+file+missing',
+    );
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({ status: 'pong' });
+    const s = await status(ep, id);
+    expect(s.status).toBe('IN_QUEUE');
+    expect(s.retries).toBe(1);
+    const worker = await t.server.store.getWorker(workerId);
+    expect(worker?.state).toBe('unhealthy');
+    expect(worker?.reason).toContain('check_model_present');
+    expect(worker?.reason).toContain('model file missing');
+    const health = await t.api('GET', `/v2/${ep}/health`);
+    expect(health.json.workers.unhealthy).toBe(1);
+    expect(health.json.jobs.inQueue).toBe(1);
+    // The job is someone else's now; the unhealthy worker's late result is refused and it takes nothing more.
+    expect((await w.done(id, { output: 'late' })).status).toBe(409);
+    const other = protocolWorker(t, ep, wid('healthy'));
+    expect((await other.take()).json.id).toBe(id);
+    await submit(ep, { more: 1 });
+    expect((await w.take()).status).toBe(204);
+  });
+});
