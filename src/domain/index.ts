@@ -14,3 +14,6 @@ export * from './ids.ts';
 export * from './resources.ts';
 export * from './workers.ts';
 export * from './enums.ts';
+export * from './storage.ts';
+export * from './billing.ts';
+export * from './prices.ts';

@@ -2,6 +2,7 @@
  * Account resources: users, API keys, templates and endpoints, with the REST v1 defaults
  * (spec/rest-v1.openapi.json). Pure data and rules; the store persists them as documents.
  */
+import type { ServerlessDiscount } from './storage.ts';
 
 export type KeyScope = 'all' | 'read' | 'restricted';
 
@@ -10,6 +11,12 @@ export interface User {
   name: string;
   isAdmin: boolean;
   createdAt: number;
+  /** Set by an admin (`PATCH /v1/users/{id}`); null or absent = no discount. */
+  serverlessDiscount?: ServerlessDiscount | null;
+  /** HMAC key for signing this user's webhook deliveries; generated at user creation. */
+  webhookSecret?: string;
+  /** SSH public keys, newline-separated (GraphQL `updateUserSettings`); kept for clients, unused by workers. */
+  pubKey?: string;
 }
 
 export interface ApiKey {

@@ -1,18 +1,31 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { alnumId, newUserId, type ApiKey, type KeyScope, type User, type WorkerRecord } from '../domain/index.ts';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  alnumId,
+  newUserId,
+  type ApiKey,
+  type KeyScope,
+  type ServerlessDiscount,
+  type User,
+  type WorkerRecord,
+} from '../domain/index.ts';
+import { WharfError } from '../errors/index.ts';
 import type { Store } from '../store/index.ts';
 
 export type Principal =
   { kind: 'user'; user: User; key: ApiKey } | { kind: 'worker'; worker: WorkerRecord; userId: string };
 
+/** SHA-256 hex of a key; every authenticated request hashes its key, so the one-shot form (no Hash object). */
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 /** API keys look like `wharf_<40 random base62-ish chars>`; worker keys `wharfw_…`. Shown once, stored hashed. */
 export function generateKey(prefix = 'wharf'): string {
   return `${prefix}_${randomBytes(30).toString('base64url')}`;
 }
+
+/** A user's webhook signing secret (HMAC-SHA256 key), made once at creation. */
+const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64url')}`;
 
 /** How long a resolved key is trusted without a store read. Revocation clears the cache at once on this node. */
 const CACHE_MS = 5000;
@@ -34,7 +47,14 @@ export class Accounts {
     const users = await this.store.listUsers();
     let admin = users.find((u) => u.isAdmin);
     if (!admin) {
-      admin = { id: newUserId(), name: 'admin', isAdmin: true, createdAt: Date.now() };
+      admin = {
+        id: newUserId(),
+        name: 'admin',
+        isAdmin: true,
+        createdAt: Date.now(),
+        serverlessDiscount: null,
+        webhookSecret: newWebhookSecret(),
+      };
       await this.store.createUser(admin);
     }
     if (adminKey) {
@@ -50,9 +70,38 @@ export class Accounts {
   }
 
   async createUser(name: string): Promise<User> {
-    const user: User = { id: newUserId(), name, isAdmin: false, createdAt: Date.now() };
+    const user: User = {
+      id: newUserId(),
+      name,
+      isAdmin: false,
+      createdAt: Date.now(),
+      serverlessDiscount: null,
+      webhookSecret: newWebhookSecret(),
+    };
     await this.store.createUser(user);
     return user;
+  }
+
+  async getUser(userId: string): Promise<User> {
+    const user = await this.store.getUser(userId);
+    if (!user) throw new WharfError('USER_NOT_FOUND', { userId });
+    return user;
+  }
+
+  listUsers(): Promise<User[]> {
+    return this.store.listUsers();
+  }
+
+  /** Set or clear (null) a user's serverless discount; takes effect on the next billing read. */
+  async setServerlessDiscount(userId: string, discount: ServerlessDiscount | null): Promise<User> {
+    const user = { ...(await this.getUser(userId)), serverlessDiscount: discount };
+    await this.store.updateUser(user);
+    this.cache.clear();
+    return user;
+  }
+
+  listKeys(userId: string): Promise<ApiKey[]> {
+    return this.store.listApiKeys(userId);
   }
 
   /** Issue a new key; returns the key text (shown once) and its record. */

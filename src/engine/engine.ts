@@ -29,6 +29,10 @@ export interface Submission {
 /** Called once for every job that reaches a final state (webhooks, metrics). Must not throw. */
 export type TerminalListener = (job: Job) => void;
 
+/** Lifecycle moments other than final states, for metrics: a submission, and a job back in the queue. */
+export type JobEvent = { type: 'submitted'; job: Job } | { type: 'requeued'; job: Job; cause: 'lost-worker' | 'retry' };
+export type JobEventListener = (event: JobEvent) => void;
+
 /**
  * The job lifecycle seen from clients: submit, wait, status, stream, cancel, retry, purge, health.
  * Every change is one store operation; after it the engine wakes the long polls that care.
@@ -39,6 +43,7 @@ export class JobEngine {
   readonly clock: Clock;
   private readonly opts: EngineOptions;
   private readonly terminalListeners = new Set<TerminalListener>();
+  private readonly eventListeners = new Set<JobEventListener>();
 
   constructor(store: Store, bus: Bus, clock: Clock, opts: EngineOptions) {
     this.store = store;
@@ -50,6 +55,21 @@ export class JobEngine {
   onTerminal(listener: TerminalListener): () => void {
     this.terminalListeners.add(listener);
     return () => this.terminalListeners.delete(listener);
+  }
+
+  onEvent(listener: JobEventListener): () => void {
+    this.eventListeners.add(listener);
+    return () => this.eventListeners.delete(listener);
+  }
+
+  emit(event: JobEvent): void {
+    for (const l of this.eventListeners) {
+      try {
+        l(event);
+      } catch {
+        // As for terminal listeners: observers never break the job engine.
+      }
+    }
   }
 
   /** Tell waiters (and listeners, for final states) that a job changed. */
@@ -108,6 +128,7 @@ export class JobEngine {
       createdAt: now,
     });
     this.bus.publish(topics.queue(endpoint.id));
+    this.emit({ type: 'submitted', job });
     return job;
   }
 
@@ -187,6 +208,7 @@ export class JobEngine {
   }
 
   async cancel(endpointId: string, jobId: string): Promise<Job> {
+    await this.getJob(endpointId, jobId); // a job past its ttl is gone, even before the sweep deletes it
     const res = await this.store.cancelJob(endpointId, jobId, this.clock.now());
     switch (res.outcome) {
       case 'not_found':
@@ -206,6 +228,7 @@ export class JobEngine {
   }
 
   async retry(endpointId: string, jobId: string): Promise<Job> {
+    await this.getJob(endpointId, jobId); // a job past its ttl is gone, even before the sweep deletes it
     const res = await this.store.retryJob(endpointId, jobId, this.clock.now());
     switch (res.outcome) {
       case 'not_found':
@@ -215,6 +238,7 @@ export class JobEngine {
       case 'queued':
         this.jobChanged(res.job);
         this.bus.publish(topics.queue(endpointId));
+        this.emit({ type: 'requeued', job: res.job, cause: 'retry' });
         return res.job;
       default: {
         const unreachable: never = res;
@@ -230,6 +254,7 @@ export class JobEngine {
   }
 
   async setTtl(endpointId: string, jobId: string, ttlMs: number): Promise<Job> {
+    await this.getJob(endpointId, jobId); // an expired job cannot be revived by a longer ttl
     const job = await this.store.setJobTtl(endpointId, jobId, ttlMs);
     if (!job) throw await this.missingJobError(endpointId, jobId);
     return job;

@@ -1,6 +1,14 @@
 export { Bus, topics, type Waiter } from './bus.ts';
 export { monotonicWallClock, type Clock } from './clock.ts';
-export { JobEngine, isFinalStatus, type EngineOptions, type Submission, type TerminalListener } from './engine.ts';
+export {
+  JobEngine,
+  isFinalStatus,
+  type EngineOptions,
+  type JobEvent,
+  type JobEventListener,
+  type Submission,
+  type TerminalListener,
+} from './engine.ts';
 export { Sweeper, type SweeperOptions } from './sweeper.ts';
 export { WorkerGateway, type PingReport, type WorkerGatewayOptions } from './workers.ts';
 export { statusBody, streamBody, workerJobBody } from './views.ts';
@@ -8,3 +16,14 @@ export { classifyDone, streamChunks, parseWorkerJson } from './worker-posts.ts';
 export { Accounts, generateKey, hashKey, type Principal } from './accounts.ts';
 export { Resources, type EndpointChange, type ImageValidator } from './resources.ts';
 export { endpointHealth, type EndpointHealth } from './health.ts';
+export { Volumes, type VolumeInput } from './volumes.ts';
+export { RegistryAuths, type RegistryAuthView, type RegistryCredentials } from './registry-auths.ts';
+export { SecretBox, loadSecretKey } from './secrets.ts';
+export {
+  Billing,
+  usageOf,
+  type BillingRecord,
+  type EndpointBillingQuery,
+  type PodBillingQuery,
+  type VolumeBillingRecord,
+} from './billing.ts';

@@ -62,6 +62,7 @@ export class Resources {
       userId,
       createdAt: Date.now(),
     };
+    await this.checkRegistryAuth(userId, t.containerRegistryAuthId);
     if ((await this.store.listTemplates(userId)).some((x) => x.name === t.name)) {
       throw new WharfError('NAME_TAKEN', { resource: 'template', name: t.name });
     }
@@ -82,6 +83,9 @@ export class Resources {
   async updateTemplate(userId: string, id: string, patch: Partial<TemplateInput>): Promise<Template> {
     const before = await this.getTemplate(userId, id);
     const after: Template = { ...before, ...stripUndefined(patch) };
+    if (patch.containerRegistryAuthId !== undefined) {
+      await this.checkRegistryAuth(userId, after.containerRegistryAuthId);
+    }
     if (after.name !== before.name && (await this.store.listTemplates(userId)).some((x) => x.name === after.name)) {
       throw new WharfError('NAME_TAKEN', { resource: 'template', name: after.name });
     }
@@ -129,6 +133,7 @@ export class Resources {
     };
     if (e.gpuIds === '' && e.gpuTypeIds.length > 0) e.gpuIds = e.gpuTypeIds.join(',');
     checkRules(e);
+    await this.checkVolumes(userId, e);
     await this.store.createEndpoint(e);
     this.emit({ kind: 'created', endpoint: e });
     return e;
@@ -155,6 +160,9 @@ export class Resources {
       this.checkImage(template.imageName);
     }
     checkRules(after);
+    if (patch.networkVolumeId !== undefined || patch.networkVolumeIds !== undefined) {
+      await this.checkVolumes(userId, after);
+    }
     if (endpointVersionChanged(before, after)) after.version = before.version + 1;
     await this.store.updateEndpoint(after);
     this.emit({ kind: 'updated', endpoint: after });
@@ -165,6 +173,24 @@ export class Resources {
     const e = await this.getEndpoint(userId, id);
     await this.store.deleteEndpoint(userId, id);
     this.emit({ kind: 'deleted', endpoint: e });
+  }
+
+  /** A template may only name one of its owner's registry auths. */
+  private async checkRegistryAuth(userId: string, id: string | null | undefined): Promise<void> {
+    if (!id || (await this.store.getRegistryAuth(userId, id))) return;
+    throw invalidField('containerRegistryAuthId', `${id} does not name one of your container registry auths`);
+  }
+
+  /** An endpoint may only mount its owner's network volumes. */
+  private async checkVolumes(userId: string, e: Pick<Endpoint, 'networkVolumeId' | 'networkVolumeIds'>) {
+    if (e.networkVolumeId && !(await this.store.getNetworkVolume(userId, e.networkVolumeId))) {
+      throw invalidField('networkVolumeId', `${e.networkVolumeId} does not name one of your network volumes`);
+    }
+    for (const id of e.networkVolumeIds) {
+      if (!(await this.store.getNetworkVolume(userId, id))) {
+        throw invalidField('networkVolumeIds', `${id} does not name one of your network volumes`);
+      }
+    }
   }
 
   private async templateFor(userId: string, templateId: string): Promise<Template> {
@@ -188,6 +214,10 @@ function checkRules(e: Endpoint): void {
       { reason: problem.reason },
       { details: [{ field: problem.field, message: problem.reason }] },
     );
+}
+
+function invalidField(field: string, reason: string): WharfError {
+  return new WharfError('VALIDATION_FAILED', { reason }, { details: [{ field, message: reason }] });
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {

@@ -45,6 +45,11 @@ export class WorkerGateway {
     this.opts = opts;
   }
 
+  /** How long a refused take/stop poll is held before the answer (see the worker routes): at most 5 s. */
+  get refusalHoldMs(): number {
+    return Math.min(5000, this.opts.takeWaitMs);
+  }
+
   static hashKey(key: string): string {
     return createHash('sha256').update(key).digest('hex');
   }
@@ -110,7 +115,11 @@ export class WorkerGateway {
         // must not go to a worker whose lease the sweeper already gave up on.
         await this.touch(current);
         // A managed worker of an older endpoint version finishes what it runs but takes nothing new (rolling update).
-        const outdated = current.managed && endpointVersion !== undefined && current.version < endpointVersion;
+        // The version is read at every look: the endpoint may have changed while this poll waited.
+        const latestVersion = current.managed
+          ? ((await this.store.getEndpoint(null, worker.endpointId))?.version ?? endpointVersion)
+          : undefined;
+        const outdated = latestVersion !== undefined && current.version < latestVersion;
         if (!current.retired && !outdated && !signal?.aborted) {
           const jobs = await this.store.takeJobs(worker.endpointId, worker.id, max, this.clock.now());
           if (jobs.length > 0) return jobs;
@@ -125,14 +134,11 @@ export class WorkerGateway {
 
   /** Jobs a take handed out that could not be delivered (the worker hung up): back to the queue. */
   async undeliverable(worker: WorkerRecord, jobs: Job[]): Promise<void> {
-    const sweep = await this.store.releaseWorkerJobs(
+    const back = await this.store.returnUndelivered(
       worker.id,
-      this.clock.now(),
-      this.opts.maxAttempts,
-      'take response undeliverable',
       jobs.map((j) => j.id),
     );
-    this.announce(sweep);
+    this.announce({ workerIds: [], requeued: back, failed: [] }, false);
   }
 
   /** Long-poll for stop orders (cancel, ttl expiry, execution timeout of jobs this worker runs). */
@@ -156,7 +162,13 @@ export class WorkerGateway {
     await this.touch(worker);
     const post = classifyDone(rawBody);
     if (post.kind === 'progress') {
-      const res = await this.store.recordProgress(worker.endpointId, jobId, worker.id, post.outputJson);
+      const res = await this.store.recordProgress(
+        worker.endpointId,
+        jobId,
+        worker.id,
+        post.outputJson,
+        this.clock.now(),
+      );
       if (!res.ok) throw await this.refusal(worker, jobId, res.reason);
       this.bus.publish(topics.job(jobId));
       return;
@@ -170,7 +182,7 @@ export class WorkerGateway {
   async streamChunk(worker: WorkerRecord, jobId: string, rawBody: string): Promise<void> {
     await this.touch(worker);
     const chunks = streamChunks(rawBody);
-    const res = await this.store.appendChunks(worker.endpointId, jobId, worker.id, chunks);
+    const res = await this.store.appendChunks(worker.endpointId, jobId, worker.id, chunks, this.clock.now());
     if (!res.ok) throw await this.refusal(worker, jobId, res.reason);
     this.bus.publish(topics.job(jobId));
   }
@@ -218,12 +230,16 @@ export class WorkerGateway {
     }
   }
 
-  /** Wake whoever cares about a lease sweep: takers of requeued jobs, waiters of failed ones. */
-  announce(sweep: LeaseSweep): void {
+  /**
+   * Wake whoever cares about a lease sweep: takers of requeued jobs, waiters of failed ones. `retried` is false for
+   * jobs that never reached their worker (their attempt is not used, so they are not retries).
+   */
+  announce(sweep: LeaseSweep, retried = true): void {
     const endpoints = new Set<string>();
     for (const job of sweep.requeued) {
       endpoints.add(job.endpointId);
       this.bus.publish(topics.job(job.id));
+      if (retried) this.engine.emit({ type: 'requeued', job, cause: 'lost-worker' });
     }
     for (const job of sweep.failed) this.engine.jobChanged(job);
     for (const id of endpoints) this.bus.publish(topics.queue(id));

@@ -53,6 +53,17 @@ export const ERRORS = {
     message: 'A {resource} named {name} already exists',
     doc: 'Template and registry auth names are unique per user.',
   },
+  ENDPOINT_HAS_WORKERS: {
+    status: 409,
+    message:
+      'Endpoint {endpointId} has workersMin {workersMin} and workersMax {workersMax}; set both to 0 with saveEndpoint before deleting it',
+    doc: 'GraphQL `deleteEndpoint` is refused until the endpoint is scaled to zero (`workersMin` and `workersMax` both 0).',
+  },
+  PODS_NOT_SUPPORTED: {
+    status: 400,
+    message: 'Wharf runs serverless workers only; {reason}',
+    doc: 'Pods cannot be created, updated or started: create an endpoint instead (its workers are listed as pods).',
+  },
 
   // 401/403: who is asking.
   UNAUTHORIZED: {
@@ -86,6 +97,23 @@ export const ERRORS = {
     doc: 'Results are kept 30 minutes after completion for `/run`, 1 minute for `/runsync` (5 minutes with `wait`).',
   },
   WORKER_NOT_FOUND: { status: 404, message: 'Worker {workerId} not found', doc: 'Unknown worker id.' },
+  NETWORK_VOLUME_NOT_FOUND: {
+    status: 404,
+    message: 'Network volume {networkVolumeId} not found',
+    doc: 'Unknown network volume id, or a volume of another user.',
+  },
+  REGISTRY_AUTH_NOT_FOUND: {
+    status: 404,
+    message: 'Container registry auth {containerRegistryAuthId} not found',
+    doc: 'A well-formed but unknown registry auth id, or one of another user (a malformed id is a 400).',
+  },
+  POD_NOT_FOUND: {
+    status: 404,
+    message: 'Pod {podId} not found',
+    doc: 'No worker of one of your endpoints has this id.',
+  },
+  API_KEY_NOT_FOUND: { status: 404, message: 'API key {keyId} not found', doc: 'Unknown API key id of this user.' },
+  USER_NOT_FOUND: { status: 404, message: 'User {userId} not found', doc: 'Unknown user id.' },
 
   // 409: the request raced with another change.
   STALE_ATTEMPT: {
@@ -104,6 +132,18 @@ export const ERRORS = {
     status: 429,
     message: 'Too many requests to {operation}; retry after {retryAfterS} s',
     doc: 'Over the rate limit.',
+  },
+
+  // 502/504: the worker behind an OpenAI-compatible request (docs/openai.md) did not give an answer.
+  OPENAI_JOB_FAILED: {
+    status: 502,
+    message: 'The worker did not answer: job {jobId} ended {status}{detail}',
+    doc: "The job behind an `/openai/*` request FAILED, was CANCELLED or TIMED_OUT, or completed without output; the message carries the worker's error.",
+  },
+  OPENAI_TIMEOUT: {
+    status: 504,
+    message: 'No answer from a worker within {seconds} s; job {jobId} was cancelled',
+    doc: 'An `/openai/*` request waited 300 s without a result (or, streaming, without a chunk); its job was cancelled.',
   },
   STORE_UNAVAILABLE: {
     status: 503,

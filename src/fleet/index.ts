@@ -1,7 +1,15 @@
 export { decideScaling, type ScalingDecision, type ScalerPolicy, type WorkerView } from './autoscaler.ts';
 export { ProcessExecutor } from './executors/process.ts';
 export type { Executor, ExecutorHooks, RunningWorker, WorkerSpec } from './executors/types.ts';
-export { discoverGpus, GpuInventory, parseDeclaredGpus, parseGpuIds, validateGpuIds, type Gpu } from './gpus.ts';
+export {
+  discoverGpus,
+  GPU_POOLS,
+  GpuInventory,
+  parseDeclaredGpus,
+  parseGpuIds,
+  validateGpuIds,
+  type Gpu,
+} from './gpus.ts';
 export { LogBook, type LogLine, type LogQuery } from './logs.ts';
 export { Supervisor, type FleetStatus, type SupervisorOptions } from './supervisor.ts';
 export { workerEnv } from './worker-env.ts';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { newWorkerId, type Endpoint, type WorkerRecord } from '../domain/index.ts';
 import { coerceError } from '../errors/index.ts';
-import { hashKey, type Accounts, type Clock, type JobEngine, type WorkerGateway } from '../engine/index.ts';
+import { hashKey, usageOf, type Accounts, type Clock, type JobEngine, type WorkerGateway } from '../engine/index.ts';
 import type { Store } from '../store/index.ts';
 import { decideScaling, type WorkerView } from './autoscaler.ts';
 import { decideBackoff, recordFailure, type StartHistory } from './backoff.ts';
@@ -69,6 +69,8 @@ export class Supervisor {
   private readonly o: SupervisorOptions;
   private readonly managed = new Map<string, Managed>();
   private readonly history = new Map<string, StartHistory>();
+  /** The endpoint version each history belongs to: a changed endpoint (a fixed template) starts with a clean slate. */
+  private readonly historyVersion = new Map<string, number>();
   private readonly statuses = new Map<string, FleetStatus>();
   private readonly dirty = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
@@ -77,6 +79,8 @@ export class Supervisor {
   private stopped = true;
   private unsubscribe: (() => void) | undefined;
   onError: (error: unknown) => void = () => {};
+  /** A started worker made its first request `ms` after it was started (metrics). Must not throw. */
+  onColdStart: (endpointId: string, ms: number) => void = () => {};
 
   constructor(deps: SupervisorDeps, opts: SupervisorOptions) {
     this.d = deps;
@@ -91,6 +95,7 @@ export class Supervisor {
       this.d.gateway.announce(
         await this.d.store.releaseWorkerJobs(w.id, this.d.clock.now(), this.o.maxAttempts, 'server restarted'),
       );
+      await this.d.store.recordUsageEnd(w.id, w.lastSeenAt); // billing: a previous run's worker ended unseen
       await this.d.store.deleteWorker(w.id);
     }
     this.stopped = false;
@@ -170,8 +175,18 @@ export class Supervisor {
     const mine = [...this.managed.values()].filter((m) => m.endpointId === endpointId && !m.stopping);
     if (!endpoint) {
       await Promise.all(mine.map((m) => this.stopWorker(m, 'endpoint deleted')));
+      // After the stops: a stopped worker's last lines are in by then, and nobody can ask for them any more.
+      this.d.logs.drop(endpointId);
       this.statuses.delete(endpointId);
+      this.history.delete(endpointId);
+      this.historyVersion.delete(endpointId);
       return;
+    }
+    // Failures of the previous version say nothing about this one: without the reset, fixing a crash-looping
+    // template would still wait out the backoff (up to 60 s) and report the old crash loop for 30 s more.
+    if (this.historyVersion.get(endpointId) !== endpoint.version) {
+      this.history.delete(endpointId);
+      this.historyVersion.set(endpointId, endpoint.version);
     }
     const [snapshot, load, records] = await Promise.all([
       this.d.store.queueSnapshot(endpointId),
@@ -189,7 +204,13 @@ export class Supervisor {
         await this.stopWorker(m, record.reason ?? 'retired');
         continue;
       }
-      if (m.standby) continue;
+      if (m.standby) {
+        // A standby is kept only while it could serve the endpoint as it is now; otherwise nothing would ever stop
+        // it (it is not among the workers the autoscaler sees).
+        const unwanted = m.version !== endpoint.version ? 'outdated-version' : standbyUnwanted(endpoint);
+        if (unwanted) await this.stopWorker(m, unwanted);
+        continue;
+      }
       views.push({
         id: m.id,
         state: m.readyAt === null ? 'initializing' : running > 0 ? 'running' : 'idle',
@@ -270,6 +291,7 @@ export class Supervisor {
         dcOk,
         capacity,
         request,
+        snapshot.inQueue === 0 && snapshot.inQueueLowPriority > 0,
       ),
     );
   }
@@ -280,6 +302,7 @@ export class Supervisor {
     if (m.readyAt === null && record && record.lastSeenAt > record.createdAt) {
       m.readyAt = now;
       m.idleSince = now;
+      this.onColdStart(m.endpointId, record.lastSeenAt - m.startedAt);
       const h = this.historyOf(m.endpointId);
       this.history.set(m.endpointId, { ...h, lastHealthy: { sinceMs: now, untilMs: null } });
       if (record.state === 'initializing') await this.d.store.touchWorker(m.id, record.lastSeenAt, { state: 'idle' });
@@ -326,6 +349,7 @@ export class Supervisor {
       retired: false,
     };
     await this.d.store.upsertWorker(record);
+    await this.d.store.recordUsageStart(usageOf(endpoint, template, record, this.o.dataCenterId)); // billing
     const m: Managed = {
       id,
       endpointId: endpoint.id,
@@ -381,6 +405,7 @@ export class Supervisor {
     } catch (error) {
       this.managed.delete(id);
       this.d.inventory.release(id);
+      await this.d.store.recordUsageEnd(id, now); // billing
       const message = coerceError(error).message;
       await this.d.store.touchWorker(id, now, {
         state: 'unhealthy',
@@ -395,19 +420,25 @@ export class Supervisor {
   private async exited(m: Managed, info: { code: number | null; signal: string | null }): Promise<void> {
     this.d.inventory.release(m.id);
     const now = this.d.clock.now();
+    await this.d.store.recordUsageEnd(m.id, now); // billing: the process is gone, stopped or not
     const h = this.historyOf(m.endpointId);
     if (h.lastHealthy && h.lastHealthy.untilMs === null)
       this.history.set(m.endpointId, { ...h, lastHealthy: { ...h.lastHealthy, untilMs: now } });
     if (m.stopping) return;
-    this.managed.delete(m.id);
+    // A clean exit after stopPod/refresh_worker is the worker recycling itself, not a failure. Read the record
+    // before our own update below marks it retired too.
+    const record = await this.d.store.getWorker(m.id);
+    // The supervisor saw the retirement meanwhile and stopped the worker itself: stopWorker did the bookkeeping.
+    if (m.stopping) return;
     const how = info.signal ? `was killed by ${info.signal}` : `exited with code ${info.code}`;
     const last = m.lastLines[m.lastLines.length - 1];
     const reason = `worker ${how}${last ? `: ${last}` : ''}`.slice(0, 500);
+    // Counted before the worker leaves `managed`: a pass in between would otherwise see neither the worker nor the
+    // failure, and start a replacement at once, bypassing the backoff.
+    if (!(info.code === 0 && record?.retired)) this.fail(m.endpointId, reason, now);
+    this.managed.delete(m.id);
     await this.d.store.touchWorker(m.id, now, { state: 'unhealthy', reason, retired: true });
     this.d.gateway.announce(await this.d.store.releaseWorkerJobs(m.id, now, this.o.maxAttempts, reason));
-    // A clean exit after stopPod/refresh_worker is the worker recycling itself, not a failure.
-    const record = await this.d.store.getWorker(m.id);
-    if (!(info.code === 0 && record?.retired && record.reason !== reason)) this.fail(m.endpointId, reason, now);
     this.poke(m.endpointId);
   }
 
@@ -429,6 +460,7 @@ export class Supervisor {
           `worker stopped (${reason})`,
         ),
       );
+      await this.d.store.recordUsageEnd(m.id, this.d.clock.now()); // billing (when exited() did not already)
       await this.d.store.deleteWorker(m.id);
       this.d.gateway.forget(m.id);
       this.d.accounts.invalidate();
@@ -437,11 +469,13 @@ export class Supervisor {
 
   private async toStandby(m: Managed): Promise<void> {
     m.standby = true;
+    await this.d.store.recordUsageEnd(m.id, this.d.clock.now()); // billing: a standby is not billed
     await this.d.store.touchWorker(m.id, this.d.clock.now(), { state: 'standby', reason: 'flashboot standby' });
   }
 
   private async fromStandby(m: Managed): Promise<void> {
     m.standby = false;
+    await this.d.store.recordUsageResume(m.id, this.d.clock.now()); // billing
     m.idleSince = this.d.clock.now();
     await this.d.store.touchWorker(m.id, this.d.clock.now(), { state: 'idle', reason: null });
   }
@@ -474,6 +508,7 @@ export class Supervisor {
     dcOk: boolean,
     capacity: number,
     request: GpuRequest,
+    onlyLowPriority = false,
   ): FleetStatus {
     const s = (reason: string | null, message: string | null): FleetStatus => ({ throttled, reason, message });
     if (backoff.crashLoop) return s('crash-loop', `workers keep failing: ${backoff.lastError ?? 'unknown error'}`);
@@ -489,6 +524,9 @@ export class Supervisor {
     if (queued === 0) return s(null, null);
     if (endpoint.workersMax === 0)
       return s('max-workers-zero', 'workersMax is 0: no worker will start; raise workersMax');
+    // lowPriority jobs never make the autoscaler start a worker: without one they wait for other work to bring one.
+    if (views.length === 0 && onlyLowPriority)
+      return s('low-priority-waiting', 'only lowPriority jobs are queued and no worker runs; they do not start one');
     if (views.length === 0) return s('no-worker-yet', 'no worker is running yet; one is being started');
     if (views.some((v) => v.state === 'initializing')) return s('scaling-up', 'workers are starting');
     if (throttled > 0) return s('no-gpu-capacity', 'more workers are wanted but no GPU of the requested types is free');
@@ -496,6 +534,12 @@ export class Supervisor {
       return s('max-workers-reached', `all ${endpoint.workersMax} workers are busy (workersMax reached)`);
     return s('all-workers-busy', 'all workers are busy');
   }
+}
+
+function standbyUnwanted(e: Endpoint): string | null {
+  if (!e.flashboot) return 'flashboot turned off';
+  if (e.workersMax === 0) return 'workersMax is 0';
+  return null;
 }
 
 function gpuRequest(e: Endpoint): GpuRequest {

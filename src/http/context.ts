@@ -1,6 +1,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Accounts, JobEngine, Resources, WorkerGateway } from '../engine/index.ts';
+import type {
+  Accounts,
+  Billing,
+  JobEngine,
+  RegistryAuths,
+  Resources,
+  Volumes,
+  WorkerGateway,
+} from '../engine/index.ts';
 import type { FleetStatus, LogBook } from '../fleet/index.ts';
+import type { WharfMetrics } from '../metrics/index.ts';
 import type { Store } from '../store/index.ts';
 
 /** What the routes need; built once by the server (src/cli/serve.ts) or by tests. */
@@ -10,9 +19,16 @@ export interface AppDeps {
   workers: WorkerGateway;
   accounts: Accounts;
   resources: Resources;
+  volumes: Volumes;
+  registryAuths: RegistryAuths;
+  billing: Billing;
+  /** This node's data center, shown on worker pods. */
+  dataCenterId?: string;
   /** Why an endpoint's jobs wait (absent when no supervisor runs here). */
   fleetStatus?: (endpointId: string) => FleetStatus;
   logs?: LogBook;
+  /** Prometheus metrics (GET /metrics and the HTTP hooks); absent = the app makes its own (no cold starts then). */
+  metrics?: WharfMetrics;
 }
 
 /**

@@ -16,6 +16,13 @@ import type {
   WorkerResult,
   WorkerState,
 } from '../domain/index.ts';
+import type { ObservabilityStore } from './types-requests.ts';
+import type { ManagementStore } from './types-volumes.ts';
+import type { WebhookStore } from './types-webhooks.ts';
+
+export type * from './types-requests.ts';
+export type * from './types-volumes.ts';
+export type * from './types-webhooks.ts';
 
 export interface NewJob {
   id: string;
@@ -94,7 +101,13 @@ export interface JobStore {
   takeJobs(endpointId: string, workerId: string, max: number, now: number): Promise<Job[]>;
   getJob(endpointId: string, jobId: string): Promise<Job | null>;
   getTombstone(endpointId: string, jobId: string): Promise<TombstoneReason | null>;
-  recordProgress(endpointId: string, jobId: string, workerId: string, outputJson: string): Promise<FencedOutcome>;
+  recordProgress(
+    endpointId: string,
+    jobId: string,
+    workerId: string,
+    outputJson: string,
+    now: number,
+  ): Promise<FencedOutcome>;
   finishJob(
     endpointId: string,
     jobId: string,
@@ -102,7 +115,13 @@ export interface JobStore {
     result: WorkerResult,
     now: number,
   ): Promise<FencedOutcome>;
-  appendChunks(endpointId: string, jobId: string, workerId: string, chunksJson: string[]): Promise<FencedOutcome>;
+  appendChunks(
+    endpointId: string,
+    jobId: string,
+    workerId: string,
+    chunksJson: string[],
+    now: number,
+  ): Promise<FencedOutcome>;
   /** Chunks not yet returned to this consumer; advances the consumer's cursor in the same transaction. */
   readChunks(endpointId: string, jobId: string, consumer: string): Promise<StreamRead>;
   cancelJob(endpointId: string, jobId: string, now: number): Promise<CancelOutcome>;
@@ -151,6 +170,8 @@ export interface JobStore {
     reason: string,
     onlyJobIds?: string[],
   ): Promise<LeaseSweep>;
+  /** Jobs a take could not deliver (the client hung up): back in the queue, attempt not used. */
+  returnUndelivered(workerId: string, jobIds: string[]): Promise<Job[]>;
   /** Workers silent since before `silentSince` lose their lease and their jobs (as releaseWorkerJobs). */
   expireWorkerLeases(silentSince: number, now: number, maxAttempts: number): Promise<LeaseSweep>;
   deleteWorker(workerId: string): Promise<void>;
@@ -191,7 +212,8 @@ export interface StoreCapabilities {
   readonly multiNode: boolean;
 }
 
-export interface Store extends JobStore, AccountStore, ResourceStore {
+export interface Store
+  extends JobStore, AccountStore, ResourceStore, ManagementStore, WebhookStore, ObservabilityStore {
   readonly capabilities: StoreCapabilities;
   /** Apply pending migrations; refuse a schema newer than this code knows. */
   migrate(): Promise<void>;

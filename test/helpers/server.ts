@@ -66,6 +66,8 @@ export const FAST: Partial<Record<keyof Config, unknown>> = {
   stopWaitMs: 2000,
   streamWaitMs: 2000,
   executor: 'none',
+  // Tests fire many requests per second from one key; test/http/rate-limits.test.ts turns the limits on.
+  rateLimits: 'off',
 };
 
 /**

@@ -286,14 +286,17 @@ describe('worker identity', () => {
     const impostor = protocolWorker(t, ep1, wid('impostor'), key);
     const elsewhere = protocolWorker(t, ep2, me, key);
     for (const w of [impostor, elsewhere]) {
-      for (const res of [
-        await w.take(),
-        await w.takeBatch(2),
-        await w.stops(),
-        await w.ping(),
-        await w.done(id, { output: 'stolen' }),
-        await w.stream(id, { output: 'stolen' }),
-      ]) {
+      // Concurrently: refused polls are held for a moment (anti-spin), and the real worker's lease must not lapse.
+      const answers = await Promise.all([
+        w.take(),
+        w.takeBatch(2),
+        w.stops(),
+        w.ping(),
+        w.done(id, { output: 'stolen' }),
+        w.stream(id, { output: 'stolen' }),
+      ]);
+      expect((await self.ping([id])).status).toBe(200);
+      for (const res of answers) {
         expect(res.status).toBe(401);
         expect(typeof res.json.code).toBe('string');
       }
@@ -305,6 +308,18 @@ describe('worker identity', () => {
     // A worker key is no API key: the queue API refuses it.
     const run = await t.api('POST', `/v2/${ep1}/run`, { input: {} }, { key });
     expect(run.status).toBe(401);
+  });
+
+  it('a refused take is held before it is answered, so the official SDK does not spin on it', async () => {
+    const ep = await createEndpoint(t);
+    const w = protocolWorker(t, ep, wid('revoked'), 'wharfw_not_a_real_key');
+    const started = Date.now();
+    expect((await w.take()).status).toBe(401);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    // Result posts are not polls: they are refused at once.
+    const posted = Date.now();
+    expect((await w.done('x', { output: 1 })).status).toBe(401);
+    expect(Date.now() - posted).toBeLessThan(900);
   });
 
   it('unknown or missing keys are refused 401', async () => {

@@ -7,6 +7,8 @@ import { randomUUID } from 'node:crypto';
 import type { Endpoint, Template, WorkerRecord } from '../../src/domain/index.ts';
 import { ENDPOINT_DEFAULTS, TEMPLATE_DEFAULTS } from '../../src/domain/index.ts';
 import type { NewJob, Store } from '../../src/store/index.ts';
+import { managementContract } from './contract-management.ts';
+import { requestsContract } from './contract-requests.ts';
 
 const T0 = 1_700_000_000_000;
 
@@ -119,11 +121,11 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       it('accepts progress, chunks and the result only from the holder; completes once', async () => {
         const j = await store.submitJob(newJob(ep));
         await store.takeJobs(ep, 'w1', 1, T0 + 5);
-        expect((await store.recordProgress(ep, j.id, 'w2', '"x"')).ok).toBe(false);
-        expect((await store.recordProgress(ep, j.id, 'w1', '{"pct":50}')).ok).toBe(true);
+        expect((await store.recordProgress(ep, j.id, 'w2', '"x"', T0 + 6)).ok).toBe(false);
+        expect((await store.recordProgress(ep, j.id, 'w1', '{"pct":50}', T0 + 6)).ok).toBe(true);
         expect((await store.getJob(ep, j.id))?.outputJson).toBe('{"pct":50}');
-        expect((await store.appendChunks(ep, j.id, 'w2', ['{"output":1}'])).ok).toBe(false);
-        expect((await store.appendChunks(ep, j.id, 'w1', ['{"output":1}', '{"output":2}'])).ok).toBe(true);
+        expect((await store.appendChunks(ep, j.id, 'w2', ['{"output":1}'], T0 + 7)).ok).toBe(false);
+        expect((await store.appendChunks(ep, j.id, 'w1', ['{"output":1}', '{"output":2}'], T0 + 7)).ok).toBe(true);
         const done = await store.finishJob(ep, j.id, 'w1', COMPLETED, T0 + 50);
         expect(done.ok).toBe(true);
         const again = await store.finishJob(ep, j.id, 'w1', { ...COMPLETED, outputJson: '"second"' }, T0 + 60);
@@ -133,13 +135,40 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect((await store.finishJob(ep, 'missing', 'w1', COMPLETED, T0)).ok).toBe(false);
       });
 
+      it('refuses posts for a job past its ttl even before the sweep deleted it', async () => {
+        const j = await store.submitJob(
+          newJob(ep, { policy: { executionTimeoutMs: 60_000, lowPriority: false, ttlMs: 10_000 } }),
+        );
+        await store.takeJobs(ep, 'w1', 1, T0 + 5);
+        expect(await store.recordProgress(ep, j.id, 'w1', '1', T0 + 10_000)).toMatchObject({
+          ok: false,
+          reason: 'not_found',
+        });
+        expect(await store.appendChunks(ep, j.id, 'w1', ['{"output":1}'], T0 + 10_000)).toMatchObject({ ok: false });
+        expect(await store.finishJob(ep, j.id, 'w1', COMPLETED, T0 + 10_000)).toMatchObject({
+          ok: false,
+          reason: 'not_found',
+        });
+        expect((await store.getJob(ep, j.id))?.status).toBe('IN_PROGRESS');
+      });
+
+      it('puts undelivered jobs back without using an attempt or counting a retry', async () => {
+        const j = await store.submitJob(newJob(ep));
+        await store.takeJobs(ep, 'w1', 1, T0 + 5);
+        const back = await store.returnUndelivered('w1', [j.id]);
+        expect(back).toMatchObject([{ id: j.id, status: 'IN_QUEUE', attempt: 0, retries: 0, workerId: null }]);
+        expect(await store.returnUndelivered('w1', [j.id])).toEqual([]);
+        const [again] = await store.takeJobs(ep, 'w2', 1, T0 + 6);
+        expect(again).toMatchObject({ id: j.id, attempt: 1 });
+      });
+
       it('gives each consumer the chunks it has not seen yet', async () => {
         const j = await store.submitJob(newJob(ep));
         await store.takeJobs(ep, 'w1', 1, T0 + 5);
-        await store.appendChunks(ep, j.id, 'w1', ['{"output":"a"}']);
+        await store.appendChunks(ep, j.id, 'w1', ['{"output":"a"}'], T0 + 7);
         expect((await store.readChunks(ep, j.id, 'k1')).chunks).toEqual(['{"output":"a"}']);
         expect((await store.readChunks(ep, j.id, 'k1')).chunks).toEqual([]);
-        await store.appendChunks(ep, j.id, 'w1', ['{"output":"b"}']);
+        await store.appendChunks(ep, j.id, 'w1', ['{"output":"b"}'], T0 + 7);
         expect((await store.readChunks(ep, j.id, 'k1')).chunks).toEqual(['{"output":"b"}']);
         expect((await store.readChunks(ep, j.id, 'k2')).chunks).toEqual(['{"output":"a"}', '{"output":"b"}']);
       });
@@ -163,7 +192,7 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       it('retries only FAILED and TIMED_OUT jobs, with the same id and input and cleared results', async () => {
         const j = await store.submitJob(newJob(ep));
         await store.takeJobs(ep, 'w1', 1, T0 + 5);
-        await store.appendChunks(ep, j.id, 'w1', ['{"output":1}']);
+        await store.appendChunks(ep, j.id, 'w1', ['{"output":1}'], T0 + 7);
         await store.finishJob(
           ep,
           j.id,
@@ -180,6 +209,8 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
           errorJson: null,
           inputJson: j.inputJson,
           queuedAt: T0 + 7,
+          // A retry asked for by the client is not an automatic retry after a lost worker.
+          retries: 0,
         });
         expect((await store.readChunks(ep, j.id, 'k')).chunks).toEqual([]);
         const [again] = await store.takeJobs(ep, 'w2', 1, T0 + 8);
@@ -381,6 +412,9 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
       expect((await store.jobCounts(ep)).inQueue).toBe(2);
     });
+
+    managementContract(() => store);
+    requestsContract(() => store);
 
     it('migrate is idempotent', async () => {
       await store.migrate();

@@ -1,9 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { LIMITS, type Endpoint } from '../../domain/index.ts';
+import { LIMITS, POLICY, type Endpoint } from '../../domain/index.ts';
 import { endpointHealth, statusBody, streamBody, type Principal, type Submission } from '../../engine/index.ts';
 import { WharfError } from '../../errors/index.ts';
 import { authenticate, requireUser, type Access } from '../plugins/auth.ts';
+import { bindLog } from '../plugins/observability.ts';
 import { clientGone, sendJson, type AppDeps } from '../context.ts';
+import { withQueueReason } from './queue-reason.ts';
 import { EndpointParams, JobParams, RunsyncQuery, StatusQuery, SubmitBody, WaitQuery } from './schemas.ts';
 
 type EP = { endpointId: string };
@@ -66,6 +68,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
       const { endpoint } = await endpointFor(request, 'write');
       checkWebhook(request.body.webhook);
       const job = await engine.submit(endpoint, request.body, 'async');
+      bindLog(request, reply, { jobId: job.id });
       return sendJson(reply, `{"id":${JSON.stringify(job.id)},"status":"IN_QUEUE"}`);
     },
   );
@@ -78,10 +81,11 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
       checkWebhook(request.body.webhook);
       const waitGiven = request.query.wait !== undefined;
       const job = await engine.submit(endpoint, request.body, 'sync', waitGiven);
+      bindLog(request, reply, { jobId: job.id });
       const final = await engine.waitForFinal(
         endpoint.id,
         job.id,
-        request.query.wait ?? 90_000,
+        request.query.wait ?? POLICY.runsyncWaitMs.default,
         clientGone(request, reply),
       );
       return sendJson(reply, statusBody(final, engine.clock.now()));
@@ -97,7 +101,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
       request.query.ttl === undefined
         ? await engine.getJob(endpoint.id, request.params.jobId)
         : await engine.setTtl(endpoint.id, request.params.jobId, request.query.ttl);
-    return sendJson(reply, statusBody(job, engine.clock.now()));
+    return sendJson(reply, withQueueReason(statusBody(job, engine.clock.now()), job, deps.fleetStatus));
   };
   const statusOpts = { schema: { params: JobParams, querystring: StatusQuery }, onRequest: keyFirst };
   type StatusRoute = { Params: JP; Querystring: { ttl?: number } };
@@ -115,7 +119,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
       request.query.wait,
       clientGone(request, reply),
     );
-    return sendJson(reply, statusBody(job, engine.clock.now()));
+    return sendJson(reply, withQueueReason(statusBody(job, engine.clock.now()), job, deps.fleetStatus));
   };
   const waitOpts = { schema: { params: JobParams, querystring: WaitQuery }, onRequest: keyFirst };
   type WaitRoute = { Params: JP; Querystring: { wait?: number } };

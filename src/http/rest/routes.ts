@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { EndpointInput, TemplateInput } from '../../domain/index.ts';
 import { authenticate, requireUser, type Access } from '../plugins/auth.ts';
 import type { AppDeps } from '../context.ts';
+import { podCost } from './pods.ts';
 import {
   EndpointCreateInput,
   EndpointQuery,
@@ -28,7 +29,11 @@ export function registerRestRoutes(app: FastifyInstance, deps: AppDeps): void {
     let workers: unknown[] | undefined;
     if (q.includeWorkers) {
       const [list, load] = await Promise.all([store.listWorkers(e.id), store.runningByWorker(e.id)]);
-      workers = list.map((w) => workerPodView(w, load[w.id] ?? 0, e));
+      const extras = (w: (typeof list)[number]) => ({
+        costPerHr: podCost(deps, w, e),
+        dataCenterId: deps.dataCenterId,
+      });
+      workers = list.map((w) => workerPodView(w, load[w.id] ?? 0, e, extras(w)));
     }
     return endpointView(e, { template, workers });
   }

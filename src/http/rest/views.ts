@@ -1,4 +1,4 @@
-import type { Endpoint, Template, WorkerRecord } from '../../domain/index.ts';
+import type { Endpoint, NetworkVolume, Template, WorkerRecord } from '../../domain/index.ts';
 
 /** REST v1 representations (spec/rest-v1.openapi.json `Template`, `Endpoint`, `Pod`). */
 export function templateView(t: Template) {
@@ -24,22 +24,75 @@ export function templateView(t: Template) {
   };
 }
 
-export function workerPodView(w: WorkerRecord, running: number, e: Endpoint) {
+/** What a pod view can add to a worker: its price, where it runs, and the `include*` parts asked for. */
+export interface PodExtras {
+  costPerHr?: number;
+  dataCenterId?: string | undefined;
+  template?: Template | undefined;
+  includeTemplate?: boolean | undefined;
+  networkVolume?: NetworkVolume | undefined;
+  includeSavingsPlans?: boolean | undefined;
+}
+
+/** "NVIDIA GeForce RTX 4090" → "RTX 4090", as the hosted API shows GPU display names. */
+export const gpuDisplayName = (gpuTypeId: string): string =>
+  gpuTypeId
+    .replace(/^(NVIDIA|AMD)\s+/, '')
+    .replace(/^(GeForce|Instinct)\s+/, '')
+    .replace(/\s+/g, ' ');
+
+/** A worker as a REST v1 `Pod` (Wharf's only pods are serverless workers). */
+export function workerPodView(w: WorkerRecord, running: number, e: Endpoint, x: PodExtras = {}) {
   const state = running > 0 ? 'running' : w.state;
+  const gpuName = w.gpuTypeId && w.gpuCount > 0 ? gpuDisplayName(w.gpuTypeId) : undefined;
+  const costPerHr = x.costPerHr ?? 0;
+  const t = x.template;
   return {
     id: w.id,
     name: `${e.name || e.id}-worker-${w.id}`,
     endpointId: e.id,
+    consumerUserId: e.userId,
     desiredStatus: w.retired || state === 'unhealthy' ? 'EXITED' : 'RUNNING',
     workerState: state,
     workerStateReason: w.reason ?? undefined,
-    gpu: w.gpuTypeId ? { id: w.gpuTypeId, count: w.gpuCount, displayName: w.gpuTypeId } : undefined,
-    costPerHr: 0,
-    image: undefined,
+    computeType: e.computeType,
+    gpu: w.gpuTypeId
+      ? {
+          id: w.gpuTypeId,
+          count: w.gpuCount,
+          displayName: gpuName ?? w.gpuTypeId,
+          securePrice: w.gpuCount > 0 ? costPerHr / w.gpuCount : 0,
+        }
+      : undefined,
+    cpuFlavorId: e.computeType === 'CPU' ? (e.cpuFlavorIds[0] ?? 'cpu3c') : undefined,
+    vcpuCount: e.computeType === 'CPU' ? e.vcpuCount : undefined,
+    costPerHr,
+    adjustedCostPerHr: costPerHr,
+    image: t?.imageName,
     templateId: e.templateId,
+    ...(x.includeTemplate && t ? { template: templateView(t) } : {}),
+    networkVolumeId: e.networkVolumeId ?? e.networkVolumeIds[0],
+    ...(x.networkVolume
+      ? {
+          networkVolume: {
+            id: x.networkVolume.id,
+            name: x.networkVolume.name,
+            size: x.networkVolume.size,
+            dataCenterId: x.networkVolume.dataCenterId,
+          },
+        }
+      : {}),
     slsVersion: w.version,
     lastStartedAt: new Date(w.createdAt).toISOString(),
     lastStatusChange: new Date(w.lastSeenAt).toISOString(),
+    machine: {
+      gpuDisplayName: gpuName ?? 'CPU',
+      gpuTypeId: w.gpuTypeId ?? undefined,
+      dataCenterId: x.dataCenterId,
+      location: x.dataCenterId,
+      costPerHr,
+    },
+    ...(x.includeSavingsPlans ? { savingsPlans: [] } : {}),
     interruptible: false,
     locked: false,
   };

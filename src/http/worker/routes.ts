@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Endpoint, WorkerRecord } from '../../domain/index.ts';
 import { workerJobBody } from '../../engine/index.ts';
+import { WharfError } from '../../errors/index.ts';
 import { authenticate, requireUser } from '../plugins/auth.ts';
 import { clientGone, sendJson, type AppDeps } from '../context.ts';
 
@@ -68,9 +69,25 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
     return JSON.stringify(request.body);
   }
 
+  /**
+   * The official SDK re-polls take at once after any error status (spec §1.6), so a worker whose key was revoked
+   * or whose endpoint was deleted would spin at ~1,500 requests/s. Such refusals on the polling routes are held for
+   * a few seconds before they are sent.
+   */
+  async function refusalsHeld<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (error) {
+      if (error instanceof WharfError && (error.status === 401 || error.status === 404)) {
+        await new Promise((resolve) => setTimeout(resolve, workers.refusalHoldMs));
+      }
+      throw error;
+    }
+  }
+
   const take = async (request: FastifyRequest<{ Params: WP }>, batch: boolean) => {
     const { value: workerId, query } = unglue(request.params.workerId, request.query as Record<string, unknown>);
-    const { worker, endpoint } = await workerAndEndpoint(request, workerId);
+    const { worker, endpoint } = await refusalsHeld(() => workerAndEndpoint(request, workerId));
     const requested = batch ? Number(query['batch_size'] ?? 1) : 1;
     const max = Number.isFinite(requested) ? Math.min(MAX_BATCH, Math.max(1, Math.floor(requested))) : 1;
     return { worker, max, version: endpoint.version };
@@ -113,7 +130,7 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
     { schema: { params: WorkerParams } },
     async (request, reply) => {
       const { value: workerId } = unglue(request.params.workerId, {});
-      const worker = await workerFor(request, workerId);
+      const worker = await refusalsHeld(() => workerFor(request, workerId));
       const ids = await workers.stops(worker, clientGone(request, reply));
       if (ids.length === 0) return reply.code(204).send();
       return sendJson(reply, JSON.stringify({ jobsToStop: ids }));

@@ -1,11 +1,34 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import type { ApiKey, Endpoint, Template, User, WorkerRecord, WorkerResult, WorkerState } from '../../domain/index.ts';
-import type { LeaseSweep, NewJob, Store, StoreCapabilities } from '../types.ts';
+import type {
+  ApiKey,
+  Endpoint,
+  NetworkVolume,
+  RegistryAuthRecord,
+  Template,
+  UsageStart,
+  User,
+  WorkerRecord,
+  WorkerResult,
+  WorkerState,
+} from '../../domain/index.ts';
+import type {
+  JobListCursor,
+  LeaseSweep,
+  NewJob,
+  Store,
+  StoreCapabilities,
+  UsageFilter,
+  WebhookAttempt,
+  WebhookDeliveryState,
+} from '../types.ts';
 import { SqliteJobs } from './jobs.ts';
 import { migrate, schemaVersion } from './migrations.ts';
 import { SqliteResources } from './resources.ts';
+import { SqliteRequests } from './requests.ts';
+import { SqliteManagement } from './volumes.ts';
+import { SqliteWebhooks } from './webhooks.ts';
 import { SqliteWorkers } from './workers.ts';
 import { WriteQueue } from './write-queue.ts';
 
@@ -27,6 +50,9 @@ class SqliteStore implements Store {
   private readonly jobs: SqliteJobs;
   private readonly workers: SqliteWorkers;
   private readonly res: SqliteResources;
+  private readonly mgmt: SqliteManagement;
+  private readonly hooks: SqliteWebhooks;
+  private readonly reqs: SqliteRequests;
 
   constructor(db: DatabaseSync) {
     this.db = db;
@@ -34,6 +60,9 @@ class SqliteStore implements Store {
     this.jobs = new SqliteJobs(db);
     this.workers = new SqliteWorkers(db);
     this.res = new SqliteResources(db);
+    this.mgmt = new SqliteManagement(db);
+    this.hooks = new SqliteWebhooks(db);
+    this.reqs = new SqliteRequests(db);
   }
 
   private write<T>(fn: () => T): Promise<T> {
@@ -64,26 +93,38 @@ class SqliteStore implements Store {
   async getTombstone(endpointId: string, jobId: string) {
     return this.jobs.tombstone(endpointId, jobId);
   }
-  recordProgress(endpointId: string, jobId: string, workerId: string, outputJson: string) {
-    return this.write(() => this.jobs.progress(endpointId, jobId, workerId, outputJson));
+  recordProgress(endpointId: string, jobId: string, workerId: string, outputJson: string, now: number) {
+    return this.write(() => this.jobs.progress(endpointId, jobId, workerId, outputJson, now));
   }
+  // Final transitions enqueue their webhook delivery in the same transaction (contract in types-webhooks.ts).
   finishJob(endpointId: string, jobId: string, workerId: string, result: WorkerResult, now: number) {
-    return this.write(() => this.jobs.finish(endpointId, jobId, workerId, result, now));
+    return this.write(() => {
+      const res = this.jobs.finish(endpointId, jobId, workerId, result, now);
+      if (res.ok) this.hooks.enqueue(res.job);
+      return res;
+    });
   }
-  appendChunks(endpointId: string, jobId: string, workerId: string, chunksJson: string[]) {
-    return this.write(() => this.jobs.appendChunks(endpointId, jobId, workerId, chunksJson));
+  appendChunks(endpointId: string, jobId: string, workerId: string, chunksJson: string[], now: number) {
+    return this.write(() => this.jobs.appendChunks(endpointId, jobId, workerId, chunksJson, now));
+  }
+  returnUndelivered(workerId: string, jobIds: string[]) {
+    return this.write(() => this.jobs.returnUndelivered(workerId, jobIds));
   }
   readChunks(endpointId: string, jobId: string, consumer: string) {
     return this.write(() => this.jobs.readChunks(endpointId, jobId, consumer));
   }
   cancelJob(endpointId: string, jobId: string, now: number) {
-    return this.write(() => this.jobs.cancel(endpointId, jobId, now));
+    return this.write(() => {
+      const res = this.jobs.cancel(endpointId, jobId, now);
+      if (res.outcome === 'cancelled') this.hooks.enqueue(res.job);
+      return res;
+    });
   }
   retryJob(endpointId: string, jobId: string, now: number) {
     return this.write(() => this.jobs.retry(endpointId, jobId, now));
   }
-  purgeQueue(endpointId: string, now: number) {
-    return this.write(() => this.jobs.purge(endpointId, now));
+  purgeQueue(endpointId: string, _now: number) {
+    return this.write(() => this.jobs.purge(endpointId));
   }
   setJobTtl(endpointId: string, jobId: string, ttlMs: number) {
     return this.write(() => this.jobs.setTtl(endpointId, jobId, ttlMs));
@@ -104,7 +145,11 @@ class SqliteStore implements Store {
     return this.write(() => this.jobs.expireResults(now, limit));
   }
   timeoutJobs(now: number, limit: number) {
-    return this.write(() => this.jobs.timeout(now, limit));
+    return this.write(() => {
+      const swept = this.jobs.timeout(now, limit);
+      this.hooks.enqueueAll(swept.map((s) => s.job));
+      return swept;
+    });
   }
   pruneTombstones(before: number) {
     return this.write(() => this.jobs.pruneTombstones(before));
@@ -137,18 +182,29 @@ class SqliteStore implements Store {
     return this.jobs.workerJobIds(workerId);
   }
   releaseWorkerJobs(workerId: string, now: number, maxAttempts: number, reason: string, onlyJobIds?: string[]) {
-    return this.write(() => this.jobs.release(workerId, now, maxAttempts, reason, onlyJobIds));
+    return this.write(() => {
+      const sweep = this.jobs.release(workerId, now, maxAttempts, reason, onlyJobIds);
+      this.hooks.enqueueAll(sweep.failed);
+      return sweep;
+    });
   }
   expireWorkerLeases(silentSince: number, now: number, maxAttempts: number) {
     return this.write((): LeaseSweep => {
       const total: LeaseSweep = { workerIds: [], requeued: [], failed: [] };
       for (const id of this.workers.silentSince(silentSince)) {
         const sweep = this.jobs.release(id, now, maxAttempts, 'lease expired');
-        this.db.prepare(`UPDATE workers SET state = 'unhealthy', reason = 'lease-expired' WHERE id = ?`).run(id);
+        // A worker already known dead keeps the reason it died with (e.g. its exit code and last line).
+        this.db
+          .prepare(
+            `UPDATE workers SET reason = CASE WHEN state = 'unhealthy' THEN reason ELSE 'lease-expired' END,
+               state = 'unhealthy' WHERE id = ?`,
+          )
+          .run(id);
         total.workerIds.push(id);
         total.requeued.push(...sweep.requeued);
         total.failed.push(...sweep.failed);
       }
+      this.hooks.enqueueAll(total.failed);
       return total;
     });
   }
@@ -215,6 +271,96 @@ class SqliteStore implements Store {
   }
   async endpointsUsingTemplate(userId: string, templateId: string) {
     return this.res.endpointsUsingTemplate(userId, templateId);
+  }
+
+  // Management: user settings, network volumes, registry auths, usage (types-volumes.ts)
+  updateUser(user: User) {
+    return this.write(() => this.mgmt.updateUser(user));
+  }
+  createNetworkVolume(v: NetworkVolume) {
+    return this.write(() => this.mgmt.createVolume(v));
+  }
+  async getNetworkVolume(userId: string | null, id: string) {
+    return this.mgmt.getVolume(userId, id);
+  }
+  async listNetworkVolumes(userId: string) {
+    return this.mgmt.listVolumes(userId);
+  }
+  updateNetworkVolume(v: NetworkVolume, at: number) {
+    return this.write(() => this.mgmt.updateVolume(v, at));
+  }
+  deleteNetworkVolume(userId: string, id: string, at: number) {
+    return this.write(() => this.mgmt.deleteVolume(userId, id, at));
+  }
+  async endpointsUsingVolume(userId: string, volumeId: string) {
+    return this.mgmt.endpointsUsingVolume(userId, volumeId);
+  }
+  createRegistryAuth(r: RegistryAuthRecord) {
+    return this.write(() => this.mgmt.createRegistryAuth(r));
+  }
+  async getRegistryAuth(userId: string, id: string) {
+    return this.mgmt.getRegistryAuth(userId, id);
+  }
+  async listRegistryAuths(userId: string) {
+    return this.mgmt.listRegistryAuths(userId);
+  }
+  updateRegistryAuth(r: RegistryAuthRecord) {
+    return this.write(() => this.mgmt.updateRegistryAuth(r));
+  }
+  deleteRegistryAuth(userId: string, id: string) {
+    return this.write(() => this.mgmt.deleteRegistryAuth(userId, id));
+  }
+  async templatesUsingRegistryAuth(userId: string, id: string) {
+    return this.mgmt.templatesUsingRegistryAuth(userId, id);
+  }
+  recordUsageStart(u: UsageStart) {
+    return this.write(() => this.mgmt.usageStart(u));
+  }
+  recordUsageEnd(workerId: string, at: number) {
+    return this.write(() => this.mgmt.usageEnd(workerId, at));
+  }
+  recordUsageResume(workerId: string, at: number) {
+    return this.write(() => this.mgmt.usageResume(workerId, at));
+  }
+  async listUsage(f: UsageFilter) {
+    return this.mgmt.usage(f);
+  }
+  async listVolumeUsage(userId: string, from: number, to: number) {
+    return this.mgmt.volumeUsage(userId, from, to);
+  }
+
+  // Webhooks (types-webhooks.ts)
+  async claimWebhookDeliveries(now: number, limit: number, leaseMs: number) {
+    // Read first: an idle poll must not take the write lock.
+    if (!this.hooks.anyDue(now)) return [];
+    return this.write(() => this.hooks.claim(now, limit, leaseMs));
+  }
+  recordWebhookAttempt(
+    deliveryId: string,
+    a: WebhookAttempt,
+    next: { state: WebhookDeliveryState; nextAttemptAt: number | null },
+  ) {
+    return this.write(() => this.hooks.record(deliveryId, a, next));
+  }
+  releaseWebhookDelivery(deliveryId: string, dueAt: number) {
+    return this.write(() => this.hooks.release(deliveryId, dueAt));
+  }
+  async listWebhookDeliveries(endpointId: string, jobId: string) {
+    return this.hooks.list(endpointId, jobId);
+  }
+  pruneWebhookDeliveries(before: number, limit: number) {
+    return this.write(() => this.hooks.prune(before, limit));
+  }
+  setWebhookSecret(userId: string, secret: string, onlyIfMissing: boolean) {
+    return this.write(() => this.hooks.setSecret(userId, secret, onlyIfMissing));
+  }
+
+  // Observability (types-requests.ts)
+  async listJobs(endpointId: string, page: { limit: number; before?: JobListCursor | null }) {
+    return this.reqs.list(endpointId, page.limit, page.before ?? null);
+  }
+  async schemaVersion() {
+    return this.reqs.version();
   }
 }
 

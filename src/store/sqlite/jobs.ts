@@ -112,23 +112,25 @@ export class SqliteJobs {
   }
 
   /** The fence: only the worker holding the current IN_PROGRESS attempt may change the job. */
-  private fenced(endpointId: string, jobId: string, workerId: string): FencedOutcome {
+  private fenced(endpointId: string, jobId: string, workerId: string, now: number): FencedOutcome {
     const r = this.row(endpointId, jobId);
     if (!r) return { ok: false, reason: 'not_found' };
     const job = toJob(r);
+    // Past its ttl the job is gone even if the sweep has not deleted it yet: late posts must not revive it.
+    if (job.expiresAt <= now) return { ok: false, reason: 'not_found' };
     if (job.status !== 'IN_PROGRESS' || job.workerId !== workerId) return { ok: false, reason: 'stale', job };
     return { ok: true, job };
   }
 
-  progress(endpointId: string, jobId: string, workerId: string, outputJson: string): FencedOutcome {
-    const f = this.fenced(endpointId, jobId, workerId);
+  progress(endpointId: string, jobId: string, workerId: string, outputJson: string, now: number): FencedOutcome {
+    const f = this.fenced(endpointId, jobId, workerId, now);
     if (!f.ok) return f;
     this.q('UPDATE jobs SET output = ? WHERE id = ?').run(outputJson, jobId);
     return { ok: true, job: { ...f.job, outputJson } };
   }
 
   finish(endpointId: string, jobId: string, workerId: string, result: WorkerResult, now: number): FencedOutcome {
-    const f = this.fenced(endpointId, jobId, workerId);
+    const f = this.fenced(endpointId, jobId, workerId, now);
     if (!f.ok) return f;
     const expire = resultsExpireAt(f.job, now);
     this.q(
@@ -147,8 +149,8 @@ export class SqliteJobs {
     };
   }
 
-  appendChunks(endpointId: string, jobId: string, workerId: string, chunks: string[]): FencedOutcome {
-    const f = this.fenced(endpointId, jobId, workerId);
+  appendChunks(endpointId: string, jobId: string, workerId: string, chunks: string[], now: number): FencedOutcome {
+    const f = this.fenced(endpointId, jobId, workerId, now);
     if (!f.ok) return f;
     const last = this.q('SELECT MAX(seq) AS s FROM stream_chunks WHERE job_id = ?').get(jobId) as { s: number | null };
     let seq = last.s ?? 0;
@@ -207,21 +209,15 @@ export class SqliteJobs {
     if (job.status !== 'FAILED' && job.status !== 'TIMED_OUT') return { outcome: 'not_retryable', job };
     this.q(
       `UPDATE jobs SET status = 'IN_QUEUE', queued_at = ?, started_at = NULL, completed_at = NULL, results_expire_at = NULL,
-         deadline_at = NULL, worker_id = NULL, output = NULL, error = NULL, retries = retries + 1 WHERE id = ?`,
+         deadline_at = NULL, worker_id = NULL, output = NULL, error = NULL WHERE id = ?`,
     ).run(now, jobId);
     this.clearStream(jobId);
     const updated = this.row(endpointId, jobId)!;
     return { outcome: 'queued', job: toJob(updated) };
   }
 
-  purge(endpointId: string, now: number): number {
-    const rows = this.q(`DELETE FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' RETURNING id`).all(
-      endpointId,
-    ) as Array<{
-      id: string;
-    }>;
-    void now;
-    return rows.length;
+  purge(endpointId: string): number {
+    return Number(this.q(`DELETE FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE'`).run(endpointId).changes);
   }
 
   setTtl(endpointId: string, jobId: string, ttlMs: number): Job | null {
@@ -388,6 +384,22 @@ export class SqliteJobs {
       }
     }
     return sweep;
+  }
+
+  /**
+   * Jobs handed to a take whose client had already hung up: they never reached a worker, so they go back to their
+   * place in the queue without using up an attempt or counting as a retry.
+   */
+  returnUndelivered(workerId: string, jobIds: string[]): Job[] {
+    const back: Job[] = [];
+    for (const id of jobIds) {
+      const r = this.q(
+        `UPDATE jobs SET status = 'IN_QUEUE', attempt = attempt - 1, started_at = NULL, deadline_at = NULL,
+           worker_id = NULL WHERE id = ? AND worker_id = ? AND status = 'IN_PROGRESS' RETURNING *`,
+      ).get(id, workerId) as JobRow | undefined;
+      if (r) back.push(toJob(r));
+    }
+    return back;
   }
 
   takeStops(workerId: string): string[] {

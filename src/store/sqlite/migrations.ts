@@ -120,6 +120,76 @@ CREATE INDEX endpoints_user ON endpoints (user_id);
     name: 'jobs: the policy as submitted',
     sql: `ALTER TABLE jobs ADD COLUMN policy_json TEXT;`,
   },
+  {
+    version: 3,
+    name: 'network volumes, registry auths, usage',
+    sql: `
+CREATE TABLE network_volumes (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, doc TEXT NOT NULL);
+CREATE INDEX network_volumes_user ON network_volumes (user_id);
+CREATE TABLE volume_usage (
+  volume_id TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  size_gb INTEGER NOT NULL,
+  started_at INTEGER NOT NULL,
+  ended_at INTEGER
+);
+CREATE INDEX volume_usage_user ON volume_usage (user_id, started_at);
+CREATE INDEX volume_usage_open ON volume_usage (volume_id) WHERE ended_at IS NULL;
+CREATE TABLE registry_auths (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, name TEXT NOT NULL, doc TEXT NOT NULL);
+CREATE UNIQUE INDEX registry_auths_name ON registry_auths (user_id, name);
+CREATE TABLE usage (
+  worker_id TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  endpoint_id TEXT NOT NULL,
+  template_id TEXT NOT NULL,
+  image_name TEXT NOT NULL,
+  gpu_type_id TEXT,
+  gpu_count INTEGER NOT NULL,
+  cpu_flavor_id TEXT,
+  data_center_id TEXT NOT NULL,
+  started_at INTEGER NOT NULL,
+  ended_at INTEGER
+);
+CREATE INDEX usage_user ON usage (user_id, started_at);
+CREATE UNIQUE INDEX usage_open ON usage (worker_id) WHERE ended_at IS NULL;
+`,
+  },
+  {
+    version: 4,
+    name: 'webhook deliveries and their attempts',
+    sql: `
+CREATE TABLE webhook_deliveries (
+  id TEXT PRIMARY KEY,
+  job_id TEXT NOT NULL,
+  endpoint_id TEXT NOT NULL,
+  user_id TEXT,
+  url TEXT NOT NULL,
+  job TEXT NOT NULL,
+  state TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER,
+  created_at INTEGER NOT NULL,
+  finished_at INTEGER
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
+CREATE INDEX webhook_deliveries_job ON webhook_deliveries (job_id);
+CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at) WHERE finished_at IS NOT NULL;
+CREATE TABLE webhook_attempts (
+  delivery_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  at INTEGER NOT NULL,
+  duration_ms INTEGER NOT NULL,
+  status_code INTEGER,
+  error TEXT,
+  PRIMARY KEY (delivery_id, attempt)
+) WITHOUT ROWID;
+`,
+  },
+  {
+    version: 5,
+    name: 'jobs: newest-first listing per endpoint (/requests)',
+    sql: `CREATE INDEX jobs_endpoint_created ON jobs (endpoint_id, created_at DESC, id DESC);`,
+  },
 ];
 
 export function migrate(db: DatabaseSync): void {

@@ -1,10 +1,20 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { ApiKey, Endpoint, Template, User } from '../../domain/index.ts';
 
+/** Endpoints kept parsed in memory (getEndpoint); the oldest entry goes first past this many. */
+const ENDPOINT_CACHE_MAX = 10_000;
+
+function freezeNested(e: Endpoint): Endpoint {
+  for (const v of Object.values(e)) if (typeof v === 'object' && v !== null) Object.freeze(v);
+  return Object.freeze(e);
+}
+
 /** Users, keys, templates and endpoints stored as JSON documents with their lookup columns. */
 export class SqliteResources {
   private readonly db: DatabaseSync;
   private readonly stmts = new Map<string, StatementSync>();
+  /** Parsed endpoints by id: see getEndpoint. */
+  private readonly endpoints = new Map<string, Endpoint>();
 
   constructor(db: DatabaseSync) {
     this.db = db;
@@ -86,6 +96,7 @@ export class SqliteResources {
   }
 
   createEndpoint(e: Endpoint): void {
+    this.endpoints.delete(e.id);
     this.q('INSERT INTO endpoints (id, user_id, template_id, doc) VALUES (?, ?, ?, ?)').run(
       e.id,
       e.userId,
@@ -93,10 +104,22 @@ export class SqliteResources {
       JSON.stringify(e),
     );
   }
+  /**
+   * Every queue and worker request looks its endpoint up, so parsed endpoints are kept by id. This process is the
+   * only writer of the table (the SQLite store is single-node), and create/update/delete below drop the entry inside
+   * their transaction, so the cache never outlives a change; a rolled-back change only costs a re-read. Callers get
+   * a shallow copy; the nested arrays and `env` are frozen because copies share them.
+   */
   getEndpoint(userId: string | null, id: string): Endpoint | null {
-    return userId === null
-      ? this.doc<Endpoint>('SELECT doc FROM endpoints WHERE id = ?', id)
-      : this.doc<Endpoint>('SELECT doc FROM endpoints WHERE id = ? AND user_id = ?', id, userId);
+    let e = this.endpoints.get(id);
+    if (!e) {
+      const found = this.doc<Endpoint>('SELECT doc FROM endpoints WHERE id = ?', id);
+      if (!found) return null;
+      e = freezeNested(found);
+      if (this.endpoints.size >= ENDPOINT_CACHE_MAX) this.endpoints.delete(this.endpoints.keys().next().value!);
+      this.endpoints.set(id, e);
+    }
+    return userId === null || e.userId === userId ? { ...e } : null;
   }
   listEndpoints(userId: string | null): Endpoint[] {
     return userId === null
@@ -104,6 +127,7 @@ export class SqliteResources {
       : this.docs<Endpoint>('SELECT doc FROM endpoints WHERE user_id = ? ORDER BY rowid', userId);
   }
   updateEndpoint(e: Endpoint): void {
+    this.endpoints.delete(e.id);
     this.q('UPDATE endpoints SET template_id = ?, doc = ? WHERE id = ? AND user_id = ?').run(
       e.templateId,
       JSON.stringify(e),
@@ -112,6 +136,7 @@ export class SqliteResources {
     );
   }
   deleteEndpoint(userId: string, id: string): boolean {
+    this.endpoints.delete(id);
     const deleted = Number(this.q('DELETE FROM endpoints WHERE id = ? AND user_id = ?').run(id, userId).changes) > 0;
     if (deleted) {
       // "Deleting an endpoint permanently removes its configuration, logs and job history" (interface §3.2).

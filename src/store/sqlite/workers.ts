@@ -86,7 +86,7 @@ export class SqliteWorkers {
    */
   silentSince(silentSince: number): string[] {
     const rows = this.q(
-      `SELECT id FROM workers w WHERE last_seen_at < ? AND (NOT (state = 'unhealthy' AND reason = 'lease-expired')
+      `SELECT id FROM workers w WHERE last_seen_at < ? AND (state <> 'unhealthy'
          OR EXISTS (SELECT 1 FROM jobs j WHERE j.worker_id = w.id AND j.status = 'IN_PROGRESS'))`,
     ).all(silentSince) as Array<{ id: string }>;
     return rows.map((r) => r.id);

@@ -1,0 +1,42 @@
+/** Network volumes and container registry credentials (REST v1 `/networkvolumes`, `/containerregistryauth`). */
+
+export interface NetworkVolume {
+  /** 10 lowercase alphanumerics (newNetworkVolumeId). */
+  id: string;
+  userId: string;
+  name: string;
+  /** GB, 0..4000; it may only grow. */
+  size: number;
+  dataCenterId: string;
+  createdAt: number;
+}
+
+export const VOLUME_MAX_GB = 4000;
+
+/**
+ * A registry credential as stored: the username and password are sealed together (AES-256-GCM, see
+ * engine/secrets.ts) and never leave the server except to an executor pulling an image.
+ */
+export interface RegistryAuthRecord {
+  /** cuid-like, 25 characters (newRegistryAuthId). */
+  id: string;
+  userId: string;
+  name: string;
+  /** base64 of iv ‖ tag ‖ ciphertext of `{"username","password"}`, bound to the id and owner. */
+  sealed: string;
+  createdAt: number;
+}
+
+/** The shape of registry auth ids, so that a malformed id is a 400 and a well-formed unknown one a 404. */
+export const REGISTRY_AUTH_ID_PATTERN = /^c[a-z0-9]{24}$/;
+
+/** A user's discount on serverless usage (GraphQL `myself.serverlessDiscount`). */
+export interface ServerlessDiscount {
+  /** Multiplier applied to serverless amounts (0.8 = pay 80 %). */
+  discountFactor: number;
+  type: string;
+  /** ISO date-time; usage after it is billed at full price. */
+  expirationDate: string;
+}
+
+export const DISCOUNT_TYPES = ['SERVERLESS', 'SERVERLESS_LO_VRAM', 'SERVERLESS_HI_VRAM'] as const;

@@ -1,0 +1,57 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+/**
+ * AES-256-GCM for secrets at rest (registry credentials). Each value gets a fresh IV; the associated data binds a
+ * ciphertext to its record, so a sealed value copied onto another record (or user) fails to open.
+ */
+export class SecretBox {
+  private readonly key: Buffer;
+
+  constructor(key: Buffer) {
+    if (key.length !== 32) throw new Error(`the secret key must be 32 bytes, got ${key.length}`);
+    this.key = key;
+  }
+
+  seal(plain: string, aad: string): string {
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    cipher.setAAD(Buffer.from(aad, 'utf8'));
+    const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+    return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64');
+  }
+
+  open(sealed: string, aad: string): string {
+    const raw = Buffer.from(sealed, 'base64');
+    const decipher = createDecipheriv('aes-256-gcm', this.key, raw.subarray(0, IV_BYTES));
+    decipher.setAAD(Buffer.from(aad, 'utf8'));
+    decipher.setAuthTag(raw.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+    return Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+  }
+}
+
+/**
+ * The key from configuration (base64 of 32 bytes), else `<dataDir>/secret.key`, created once with mode 0600.
+ * `wx` makes creation exclusive: two nodes starting at once on a shared directory end up with the same key.
+ */
+export function loadSecretKey(configured: string | null, dataDir: string): Buffer {
+  if (configured) {
+    const key = Buffer.from(configured, 'base64');
+    if (key.length !== 32) throw new Error(`--secret-key / WHARF_SECRET_KEY must be base64 of 32 bytes`);
+    return key;
+  }
+  const path = join(dataDir, 'secret.key');
+  try {
+    writeFileSync(path, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  chmodSync(path, 0o600);
+  const key = Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
+  if (key.length !== 32) throw new Error(`${path} does not hold base64 of 32 bytes`);
+  return key;
+}

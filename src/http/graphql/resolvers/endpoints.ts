@@ -1,0 +1,86 @@
+import type { Endpoint } from '../../../domain/index.ts';
+import { WharfError } from '../../../errors/index.ts';
+import { invalid, required, type GqlContext, type ResolverMap } from '../context.ts';
+import { dataCentersToLocations, envToList } from '../convert.ts';
+import { endpointFields, type GqlEndpointInput } from '../endpoint-input.ts';
+import { podTemplateView } from '../template-input.ts';
+import { podsOfEndpoint } from './pods.ts';
+import { createInlineTemplate } from './templates.ts';
+
+async function volumeOf(ctx: GqlContext, id: string) {
+  try {
+    return await ctx.deps.volumes.get(ctx.user.id, id);
+  } catch {
+    return null; // deleted since, or never the caller's: shown as no volume
+  }
+}
+
+async function saveEndpoint(input: GqlEndpointInput, ctx: GqlContext): Promise<Endpoint> {
+  const { resources } = ctx.deps;
+  const userId = ctx.user.id;
+  const fields = endpointFields(input);
+  let templateId = input.templateId?.trim() || undefined;
+  if (input.template) {
+    if (templateId) throw invalid('template', 'cannot be given together with templateId');
+    if (input.id) await resources.getEndpoint(userId, input.id); // no orphan template for an unknown endpoint
+    templateId = (await createInlineTemplate(ctx, input.template)).id;
+  }
+  if (input.id) return resources.updateEndpoint(userId, input.id, templateId ? { ...fields, templateId } : fields);
+  if (!templateId) throw invalid('templateId', 'is required to create an endpoint (or give an inline template)');
+  return resources.createEndpoint(userId, { ...fields, templateId });
+}
+
+export const endpointResolvers: ResolverMap = {
+  Mutation: {
+    saveEndpoint: (_: unknown, args: { input: GqlEndpointInput }, ctx: GqlContext) => saveEndpoint(args.input, ctx),
+
+    deleteEndpoint: async (_: unknown, args: { id: string }, ctx: GqlContext) => {
+      const e = await ctx.deps.resources.getEndpoint(ctx.user.id, args.id);
+      if (e.workersMin !== 0 || e.workersMax !== 0) {
+        throw new WharfError('ENDPOINT_HAS_WORKERS', {
+          endpointId: e.id,
+          workersMin: e.workersMin,
+          workersMax: e.workersMax,
+        });
+      }
+      await ctx.deps.resources.deleteEndpoint(ctx.user.id, e.id);
+      return null;
+    },
+
+    updateEndpointTemplate: async (
+      _: unknown,
+      args: { input?: { endpointId: string; templateId: string } | null },
+      ctx: GqlContext,
+    ) => {
+      const input = required(args.input);
+      return ctx.deps.resources.updateEndpoint(ctx.user.id, input.endpointId, { templateId: input.templateId });
+    },
+  },
+
+  /** Sources are domain endpoints; fields whose name and shape match need no resolver. */
+  Endpoint: {
+    locations: (e: Endpoint) => dataCentersToLocations(e.dataCenterIds),
+    allowedCudaVersions: (e: Endpoint) => (e.allowedCudaVersions.length > 0 ? e.allowedCudaVersions.join(',') : null),
+    flashBootType: (e: Endpoint) => (e.flashboot ? 'FLASHBOOT' : 'OFF'),
+    // The supervisor keeps one FlashBoot standby worker while an endpoint is scaled to zero.
+    workersStandby: (e: Endpoint) => (e.flashboot ? 1 : 0),
+    env: (e: Endpoint) => envToList(e.env),
+    createdAt: (e: Endpoint) => new Date(e.createdAt).toISOString(),
+    aiKey: () => null,
+    modelReferences: () => [],
+    networkVolume: (e: Endpoint, _: unknown, ctx: GqlContext) =>
+      e.networkVolumeId ? volumeOf(ctx, e.networkVolumeId) : null,
+    networkVolumeIds: (e: Endpoint, _: unknown, ctx: GqlContext) =>
+      Promise.all(
+        e.networkVolumeIds.map(async (id) => ({
+          networkVolumeId: id,
+          dataCenterId: (await volumeOf(ctx, id))?.dataCenterId ?? null,
+        })),
+      ),
+    template: async (e: Endpoint, _: unknown, ctx: GqlContext) => {
+      const t = await ctx.deps.store.getTemplate(ctx.user.id, e.templateId);
+      return t ? podTemplateView(t) : null;
+    },
+    pods: (e: Endpoint, _: unknown, ctx: GqlContext) => podsOfEndpoint(ctx, e),
+  },
+};

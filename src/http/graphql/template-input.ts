@@ -1,0 +1,83 @@
+/**
+ * GraphQL `SaveTemplateInput` → the domain template, and the domain template → GraphQL `PodTemplate`.
+ * Like saveEndpoint, saving with an id replaces the template: optional fields left out return to their defaults,
+ * except `imageName`, `isServerless` and `category`, which are kept. Pod-only options (startSsh, startJupyter,
+ * startScript, advancedStart, config, portsConfig) are accepted and have no effect on serverless workers.
+ */
+import { TEMPLATE_DEFAULTS, type Template, type TemplateInput } from '../../domain/index.ts';
+import { invalid } from './context.ts';
+import { envFromList, envToList, intIn, joinArgs, portsFromString, splitArgs, type EnvPair } from './convert.ts';
+
+export interface GqlTemplateInput {
+  id?: string | null;
+  name: string;
+  imageName?: string | null;
+  dockerArgs: string;
+  containerDiskInGb: number;
+  volumeInGb: number;
+  volumeMountPath?: string | null;
+  ports?: string | null;
+  env: ReadonlyArray<EnvPair | null>;
+  isServerless?: boolean | null;
+  isPublic?: boolean | null;
+  containerRegistryAuthId?: string | null;
+  readme?: string | null;
+  category?: 'CPU' | 'GPU' | 'NVIDIA' | 'AMD' | null;
+}
+
+/** Every field of the template; `imageName`, `isServerless` and `category` are undefined when left out. */
+export function templateFields(input: GqlTemplateInput): Partial<TemplateInput> & { name: string } {
+  const name = input.name.trim();
+  if (name === '' || name.length > 191) throw invalid('name', 'must have 1 to 191 characters');
+  const imageName = input.imageName?.trim();
+  if (imageName !== undefined && (imageName === '' || imageName.length > 1024)) {
+    throw invalid('imageName', 'must have 1 to 1024 characters');
+  }
+  const out: Partial<TemplateInput> & { name: string } = {
+    name,
+    dockerStartCmd: splitArgs('dockerArgs', input.dockerArgs),
+    containerDiskInGb: intIn('containerDiskInGb', input.containerDiskInGb, 0, 10_000),
+    volumeInGb: intIn('volumeInGb', input.volumeInGb, 0, 10_000),
+    volumeMountPath: input.volumeMountPath?.trim() || TEMPLATE_DEFAULTS.volumeMountPath,
+    ports: portsFromString('ports', input.ports),
+    env: envFromList('env', input.env),
+    isPublic: input.isPublic ?? false,
+    containerRegistryAuthId: input.containerRegistryAuthId?.trim() || null,
+    readme: input.readme ?? '',
+  };
+  if (imageName !== undefined) out.imageName = imageName;
+  if (input.isServerless !== undefined && input.isServerless !== null) out.isServerless = input.isServerless;
+  if (input.category) out.category = input.category === 'GPU' ? 'NVIDIA' : input.category;
+  return out;
+}
+
+/** The GraphQL view of a template (`PodTemplate`). */
+export function podTemplateView(t: Template) {
+  return {
+    id: t.id,
+    name: t.name,
+    imageName: t.imageName,
+    dockerArgs: joinArgs(t.dockerStartCmd),
+    containerDiskInGb: t.containerDiskInGb,
+    volumeInGb: t.volumeInGb,
+    volumeMountPath: t.volumeMountPath,
+    ports: t.ports.join(','),
+    portsConfig: [],
+    env: envToList(t.env),
+    isServerless: t.isServerless,
+    isPublic: t.isPublic,
+    isRunpod: false,
+    containerRegistryAuthId: t.containerRegistryAuthId,
+    readme: t.readme,
+    startJupyter: false,
+    startSsh: false,
+    startScript: null,
+    advancedStart: false,
+    config: null,
+    category: t.category,
+    userId: t.userId,
+    boundEndpointId: null,
+    earned: 0,
+    runtimeInMin: 0,
+  };
+}

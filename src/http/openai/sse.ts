@@ -1,0 +1,85 @@
+import type { WharfError } from '../../errors/index.ts';
+
+/**
+ * Turning worker output into what OpenAI clients read (docs/openai.md): SSE events for streams, the
+ * `{"error": {message, type, code}}` body for errors.
+ */
+
+/** The OpenAI error `type` for a status, as the official clients classify them. */
+export function openAiErrorType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 429) return 'rate_limit_error';
+  if (status === 502) return 'upstream_error';
+  if (status === 504) return 'timeout_error';
+  if (status >= 500) return 'server_error';
+  return 'invalid_request_error';
+}
+
+/** The OpenAI error body for a Wharf error; `code` is the Wharf catalogue code. */
+export function openAiErrorBody(error: WharfError): string {
+  return JSON.stringify({
+    error: { message: error.message, type: openAiErrorType(error.status), param: null, code: error.code },
+  });
+}
+
+/**
+ * One stored stream chunk (`{"output": …}` JSON text) as SSE text. The output is an SSE string already (what the
+ * vLLM worker yields: `data: {...}\n\n`, possibly several events), an object (sent as `data: <json>`), or a list of
+ * either. Returns '' for a chunk without output.
+ */
+export function sseOfChunk(chunkJson: string): string {
+  let chunk: unknown;
+  try {
+    chunk = JSON.parse(chunkJson);
+  } catch {
+    return '';
+  }
+  if (typeof chunk !== 'object' || chunk === null || !('output' in chunk)) return '';
+  return sseOf(chunk.output);
+}
+
+function sseOf(output: unknown): string {
+  if (output === null || output === undefined) return '';
+  if (Array.isArray(output)) return output.map(sseOf).join('');
+  if (typeof output === 'string') {
+    if (output === '') return '';
+    // An event ends with a blank line; a worker that forgot it must not glue two events together.
+    return output.endsWith('\n\n') ? output : output.endsWith('\n') ? `${output}\n` : `${output}\n\n`;
+  }
+  return `data: ${JSON.stringify(output)}\n\n`;
+}
+
+export const SSE_DONE = 'data: [DONE]\n\n';
+
+/** Whether SSE text already carries the end marker (vLLM workers send it themselves). */
+export function hasDone(sse: string): boolean {
+  return /(^|\n)data: ?\[DONE\]/.test(sse);
+}
+
+/**
+ * A completed job's output as an HTTP answer: a one-element list is unwrapped (vLLM workers answer `[obj]` through
+ * the SDK's aggregated stream); vLLM's own error object (`{"object": "error", "code": 400, …}`) keeps its status.
+ */
+export function answerOf(outputJson: string): { status: number; body: string } | null {
+  let out: unknown = JSON.parse(outputJson);
+  if (Array.isArray(out) && out.length === 1) out = out[0];
+  if (out === null || out === undefined) return null;
+  if (typeof out === 'object' && !Array.isArray(out) && (out as { object?: unknown }).object === 'error') {
+    const e = out as { message?: unknown; type?: unknown; param?: unknown; code?: unknown };
+    const status = typeof e.code === 'number' && e.code >= 400 && e.code <= 599 ? e.code : 400;
+    return {
+      status,
+      body: JSON.stringify({
+        error: {
+          message: typeof e.message === 'string' ? e.message : 'the worker reported an error',
+          type: typeof e.type === 'string' ? e.type : openAiErrorType(status),
+          param: e.param ?? null,
+          code: e.code ?? null,
+        },
+      }),
+    };
+  }
+  return { status: 200, body: JSON.stringify(out) };
+}

@@ -1,0 +1,1 @@
+export { WharfMetrics, type MetricsSources, type WebhookOutcome } from './metrics.ts';

@@ -1,0 +1,65 @@
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import type { JobStatus } from '../../domain/index.ts';
+import type { JobListCursor, JobSummary, SchemaVersion } from '../types-requests.ts';
+import { MIGRATIONS, schemaVersion } from './migrations.ts';
+
+interface SummaryRow {
+  id: string;
+  status: string;
+  created_at: number;
+  queued_at: number;
+  started_at: number | null;
+  completed_at: number | null;
+  worker_id: string | null;
+  error: string | null;
+  retries: number;
+}
+
+const COLUMNS = 'id, status, created_at, queued_at, started_at, completed_at, worker_id, error, retries';
+
+/** Observability reads (store/types-requests.ts). Plain reads: they never take the write lock. */
+export class SqliteRequests {
+  private readonly db: DatabaseSync;
+  private readonly stmts = new Map<string, StatementSync>();
+
+  constructor(db: DatabaseSync) {
+    this.db = db;
+  }
+
+  private q(sql: string): StatementSync {
+    let s = this.stmts.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.stmts.set(sql, s);
+    }
+    return s;
+  }
+
+  /** Keyset pagination on (created_at, id) through the jobs_endpoint_created index: a page costs `limit` rows. */
+  list(endpointId: string, limit: number, before: JobListCursor | null): JobSummary[] {
+    const rows = (before
+      ? this.q(
+          `SELECT ${COLUMNS} FROM jobs WHERE endpoint_id = ? AND (created_at, id) < (?, ?)
+             ORDER BY created_at DESC, id DESC LIMIT ?`,
+        ).all(endpointId, before.createdAt, before.id, limit)
+      : this.q(`SELECT ${COLUMNS} FROM jobs WHERE endpoint_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`).all(
+          endpointId,
+          limit,
+        )) as unknown as SummaryRow[];
+    return rows.map((r) => ({
+      id: r.id,
+      status: r.status as JobStatus,
+      createdAt: r.created_at,
+      queuedAt: r.queued_at,
+      startedAt: r.started_at,
+      completedAt: r.completed_at,
+      workerId: r.worker_id,
+      errorJson: r.error,
+      retries: r.retries,
+    }));
+  }
+
+  version(): SchemaVersion {
+    return { current: schemaVersion(this.db), latest: MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0 };
+  }
+}

@@ -1,0 +1,169 @@
+import { randomUUID } from 'node:crypto';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { isTerminal, type Job } from '../../domain/index.ts';
+import type { WebhookAttempt, WebhookDelivery, WebhookDeliveryLog, WebhookDeliveryState } from '../types-webhooks.ts';
+
+interface DeliveryRow {
+  id: string;
+  job_id: string;
+  endpoint_id: string;
+  user_id: string | null;
+  url: string;
+  job: string;
+  state: string;
+  attempts: number;
+  next_attempt_at: number | null;
+  created_at: number;
+  finished_at: number | null;
+}
+
+interface AttemptRow {
+  attempt: number;
+  at: number;
+  duration_ms: number;
+  status_code: number | null;
+  error: string | null;
+}
+
+function toDelivery(r: DeliveryRow): WebhookDelivery {
+  return {
+    id: r.id,
+    jobId: r.job_id,
+    endpointId: r.endpoint_id,
+    userId: r.user_id,
+    url: r.url,
+    job: JSON.parse(r.job) as Job,
+    state: r.state as WebhookDeliveryState,
+    attempts: r.attempts,
+    nextAttemptAt: r.next_attempt_at,
+    createdAt: r.created_at,
+    finishedAt: r.finished_at,
+  };
+}
+
+/** Webhook deliveries (store/types-webhooks.ts). Writes run inside the write queue's transaction. */
+export class SqliteWebhooks {
+  private readonly db: DatabaseSync;
+  private readonly stmts = new Map<string, StatementSync>();
+
+  constructor(db: DatabaseSync) {
+    this.db = db;
+  }
+
+  private q(sql: string): StatementSync {
+    let s = this.stmts.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.stmts.set(sql, s);
+    }
+    return s;
+  }
+
+  /**
+   * Called in the transaction of a final transition (see the contract in types-webhooks.ts). Jobs without a webhook,
+   * or not final, are ignored, so callers can pass every job a verb changed.
+   */
+  enqueue(job: Job): void {
+    if (job.webhook === null || !isTerminal(job.status)) return;
+    const at = job.completedAt ?? 0;
+    // Input and s3Config stay out of the copy: not part of the payload, and s3Config carries credentials.
+    const snapshot: Job = { ...job, inputJson: 'null', s3ConfigJson: null, policyJson: null };
+    this.q(
+      `INSERT INTO webhook_deliveries (id, job_id, endpoint_id, user_id, url, job, state, next_attempt_at, created_at)
+       VALUES (?, ?, ?, (SELECT user_id FROM endpoints WHERE id = ?), ?, ?, 'pending', ?, ?)`,
+    ).run(randomUUID(), job.id, job.endpointId, job.endpointId, job.webhook, JSON.stringify(snapshot), at, at);
+  }
+
+  enqueueAll(jobs: Iterable<Job>): void {
+    for (const job of jobs) this.enqueue(job);
+  }
+
+  /** A plain read, so an idle poll never opens a write transaction. */
+  anyDue(now: number): boolean {
+    return (
+      this.q(`SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ? LIMIT 1`).get(now) !==
+      undefined
+    );
+  }
+
+  claim(now: number, limit: number, leaseMs: number): WebhookDelivery[] {
+    const rows = this.q(
+      `UPDATE webhook_deliveries SET next_attempt_at = ?
+       WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ?
+                    ORDER BY next_attempt_at LIMIT ?)
+       RETURNING *`,
+    ).all(now + leaseMs, now, limit) as unknown as DeliveryRow[];
+    return rows.map(toDelivery).sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  record(
+    deliveryId: string,
+    a: WebhookAttempt,
+    next: { state: WebhookDeliveryState; nextAttemptAt: number | null },
+  ): boolean {
+    const finishedAt = next.state === 'pending' ? null : a.at + a.durationMs;
+    const changed = this.q(
+      `UPDATE webhook_deliveries SET attempts = ?, state = ?, next_attempt_at = ?, finished_at = ?
+       WHERE id = ? AND attempts = ? AND state = 'pending'`,
+    ).run(
+      a.attempt,
+      next.state,
+      next.state === 'pending' ? next.nextAttemptAt : null,
+      finishedAt,
+      deliveryId,
+      a.attempt - 1,
+    );
+    if (Number(changed.changes) === 0) return false;
+    this.q(
+      `INSERT INTO webhook_attempts (delivery_id, attempt, at, duration_ms, status_code, error) VALUES (?, ?, ?, ?, ?, ?)`,
+    ).run(deliveryId, a.attempt, a.at, a.durationMs, a.statusCode, a.error);
+    return true;
+  }
+
+  release(deliveryId: string, dueAt: number): void {
+    this.q(`UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ? AND state = 'pending'`).run(
+      dueAt,
+      deliveryId,
+    );
+  }
+
+  list(endpointId: string, jobId: string): WebhookDeliveryLog[] {
+    const rows = this.q(
+      'SELECT * FROM webhook_deliveries WHERE job_id = ? AND endpoint_id = ? ORDER BY created_at, rowid',
+    ).all(jobId, endpointId) as unknown as DeliveryRow[];
+    const attempts = this.q(
+      'SELECT attempt, at, duration_ms, status_code, error FROM webhook_attempts WHERE delivery_id = ? ORDER BY attempt',
+    );
+    return rows.map((r) => ({
+      ...toDelivery(r),
+      attemptLog: (attempts.all(r.id) as unknown as AttemptRow[]).map((a) => ({
+        attempt: a.attempt,
+        at: a.at,
+        durationMs: a.duration_ms,
+        statusCode: a.status_code,
+        error: a.error,
+      })),
+    }));
+  }
+
+  prune(before: number, limit: number): number {
+    const rows = this.q(
+      `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries
+         WHERE finished_at IS NOT NULL AND finished_at < ? LIMIT ?) RETURNING id`,
+    ).all(before, limit) as Array<{ id: string }>;
+    const drop = this.q('DELETE FROM webhook_attempts WHERE delivery_id = ?');
+    for (const r of rows) drop.run(r.id);
+    return rows.length;
+  }
+
+  setSecret(userId: string, secret: string, onlyIfMissing: boolean): string | null {
+    // json_set edits the one field in place: other settings in the user's document are never overwritten.
+    this.q(
+      `UPDATE users SET doc = json_set(doc, '$.webhookSecret', ?)
+       WHERE id = ? AND (? = 0 OR json_extract(doc, '$.webhookSecret') IS NULL)`,
+    ).run(secret, userId, onlyIfMissing ? 1 : 0);
+    const row = this.q(`SELECT json_extract(doc, '$.webhookSecret') AS s FROM users WHERE id = ?`).get(userId) as
+      { s: string | null } | undefined;
+    return row?.s ?? null;
+  }
+}

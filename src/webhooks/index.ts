@@ -1,0 +1,3 @@
+export { WebhookDeliverer, type WebhookDelivererOptions } from './deliverer.ts';
+export { rotateWebhookSecret, webhookSecretOf } from './secrets.ts';
+export { newWebhookSecret, signPayload, verifySignature } from './signature.ts';

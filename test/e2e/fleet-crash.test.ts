@@ -1,0 +1,138 @@
+// Workers that crash, as real processes under the supervisor: a crash mid-job is retried on another worker and
+// completes once; a template that cannot start is backed off (1 s, 2 s, 4 s …) and reported as a crash loop;
+// an image the process executor cannot run is refused when the endpoint is created.
+
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterEach, beforeEach, expect, it } from 'vitest';
+
+import { closeFleet, sleep, startFleet, waitUntil, type Fleet } from '../helpers/fleet.ts';
+import { createEndpoint } from '../helpers/server.ts';
+
+let t: Fleet;
+let tmp: string;
+
+beforeEach(async () => {
+  t = await startFleet();
+  tmp = mkdtempSync(join(tmpdir(), 'wharf-fleet-crash-'));
+});
+afterEach(async () => {
+  rmSync(tmp, { recursive: true, force: true });
+  await closeFleet(t);
+});
+
+it('retries a job whose worker crashed mid-job on another worker; it completes exactly once', async () => {
+  // Record every final result the server accepted.
+  const accepted: Array<{ workerId: string; jobId: string }> = [];
+  const gateway = t.server.workers;
+  const done = gateway.done.bind(gateway);
+  gateway.done = async (worker, jobId, raw) => {
+    await done(worker, jobId, raw);
+    if (!raw.includes('"IN_PROGRESS"')) accepted.push({ workerId: worker.id, jobId });
+  };
+
+  const ep = await t.endpoint({ workersMax: 2, idleTimeout: 2 });
+  const marker = join(tmp, 'crashed-once');
+  const id = await t.run(ep, { crashOnceFile: marker, n: 1 });
+  const final = await t.waitJob(ep, id, 25_000);
+  expect(final.status).toBe('COMPLETED');
+  expect(final.output.echo).toEqual({ crashOnceFile: marker, n: 1 });
+  expect(final.retries).toBe(1);
+
+  const crashedWorker = readFileSync(marker, 'utf8');
+  expect(final.workerId).not.toBe(crashedWorker);
+  expect(accepted).toEqual([{ workerId: final.workerId, jobId: id }]);
+
+  const h = await t.health(ep);
+  expect(h.jobs).toMatchObject({ completed: 1, failed: 0, inQueue: 0, inProgress: 0 });
+  expect(h.jobs.retried).toBe(1);
+
+  // The crashed worker is reported with its exit, not left as a live worker.
+  const workers = await t.workers(ep);
+  const dead = workers.find((w) => w.id === crashedWorker);
+  if (dead) expect(dead.workerState).toBe('unhealthy');
+});
+
+it('backs off a worker that exits at once, reports the crash loop with its error, and keeps the job queued', async () => {
+  const ep = await t.endpoint(
+    { workersMax: 2, idleTimeout: 1 },
+    { dockerStartCmd: ['node', '-e', 'console.error("boom: missing model"); process.exit(1)'] },
+  );
+  const started = Date.now();
+  const id = await t.run(ep, { n: 1 });
+
+  let h: any;
+  await waitUntil(
+    async () => {
+      h = await t.health(ep);
+      return h.scaling?.reason === 'crash-loop';
+    },
+    15_000,
+    () => JSON.stringify(h),
+  );
+  const crashLoopAfterMs = Date.now() - started;
+  expect(h.scaling.message).toContain('boom: missing model');
+  expect(h.scaling.message).toContain('exited with code 1');
+  expect(h.jobs).toMatchObject({ inQueue: 1, inProgress: 0, completed: 0, failed: 0 });
+  // Three failures: start, +1 s, +2 s; the crash loop cannot be reached in less than about 3 s.
+  expect(crashLoopAfterMs).toBeGreaterThanOrEqual(2500);
+
+  // Over the next seconds the supervisor waits 4 s before the next start: no tight loop.
+  await sleep(3000);
+  const res = await t.api('GET', `/v1/endpoints/${ep}/logs?limit=5000`);
+  expect(res.status).toBe(200);
+  const lines = res.json.lines as Array<{ workerId: string; message: string; stream: string }>;
+  const starts = new Set(lines.filter((l) => l.message.includes('boom: missing model')).map((l) => l.workerId));
+  const elapsed = Date.now() - started;
+  // Backoff 1 s, 2 s, 4 s: starts at ~0, ~1, ~3, ~7 s.
+  expect(starts.size).toBeGreaterThanOrEqual(3);
+  expect(starts.size).toBeLessThanOrEqual(elapsed < 7000 ? 3 : 4);
+  expect(lines.every((l) => l.stream === 'stderr')).toBe(true);
+  // Each failed start stays visible for a while as an unhealthy worker. (Its reason, the exit and last line, is
+  // overwritten with 'lease-expired' by the store's lease sweep once leaseMs has passed, so it is not checked here.)
+  const pods = await t.workers(ep);
+  expect(pods).toHaveLength(starts.size);
+  for (const p of pods) expect(p.workerState).toBe('unhealthy');
+
+  // The job is still queued, with the explanation.
+  expect((await t.status(ep, id)).status).toBe('IN_QUEUE');
+  h = await t.health(ep);
+  expect(h.scaling.reason).toBe('crash-loop');
+  expect(h.workers.idle + h.workers.running).toBe(0);
+
+  // Fixing the template (a new endpoint version) starts a worker without waiting out the backoff, and the crash
+  // loop of the broken version is no longer reported.
+  const templateId = (await t.api('GET', `/v1/endpoints/${ep}`)).json.templateId as string;
+  const fixed = await t.api('PATCH', `/v1/templates/${templateId}`, { dockerStartCmd: ['node', 'worker.ts'] });
+  expect(fixed.status).toBe(200);
+  const fixedAt = Date.now();
+  await waitUntil(async () => (await t.status(ep, id)).status === 'COMPLETED', 10_000);
+  h = await t.health(ep);
+  expect(h.scaling).toBeUndefined();
+  console.log(`crash loop: ${starts.size} starts in ${elapsed} ms; job done ${Date.now() - fixedAt} ms after the fix`);
+});
+
+it('refuses an endpoint whose template image is not file://… with the process executor', async () => {
+  await expect(
+    createEndpoint(t, { computeType: 'CPU', workersMax: 1 }, { imageName: 'runpod/worker:latest' }),
+  ).rejects.toThrow(/400/);
+  const tpl = await t.api('POST', '/v1/templates', { name: 'docker-image', imageName: 'runpod/worker:latest' });
+  expect(tpl.status).toBe(200);
+  const res = await t.api('POST', '/v1/endpoints', { name: 'x', templateId: tpl.json.id, computeType: 'CPU' });
+  expect(res.status).toBe(400);
+  expect(res.json.code).toBe('IMAGE_NOT_SUPPORTED');
+  expect(res.json.message).toContain('file://');
+  expect(res.json.details).toEqual([expect.objectContaining({ field: 'imageName' })]);
+
+  // Nor can a running endpoint be switched to such an image, through its template or another one.
+  const ep = await t.endpoint({ workersMax: 1 });
+  const templateId = (await t.api('GET', `/v1/endpoints/${ep}`)).json.templateId as string;
+  const patchTpl = await t.api('PATCH', `/v1/templates/${templateId}`, { imageName: 'runpod/worker:latest' });
+  expect([patchTpl.status, patchTpl.json.code]).toEqual([400, 'IMAGE_NOT_SUPPORTED']);
+  const patchEp = await t.api('PATCH', `/v1/endpoints/${ep}`, { templateId: tpl.json.id });
+  expect([patchEp.status, patchEp.json.code]).toEqual([400, 'IMAGE_NOT_SUPPORTED']);
+  const id = await t.run(ep, { still: 'works' });
+  expect((await t.waitJob(ep, id)).status).toBe('COMPLETED');
+});

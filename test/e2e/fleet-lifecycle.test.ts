@@ -1,0 +1,150 @@
+// The life of real worker processes under the supervisor: graceful shutdown of the server while a job runs, a
+// rolling update when the endpoint changes, and FlashBoot's standby worker.
+
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterEach, expect, it } from 'vitest';
+
+import { closeFleet, isAlive, sleep, startFleet, waitUntil, workerProcesses, type Fleet } from '../helpers/fleet.ts';
+import { startTestServer } from '../helpers/server.ts';
+
+let t: Fleet | undefined;
+const dirs: string[] = [];
+
+afterEach(async () => {
+  const fleet = t;
+  t = undefined;
+  if (!fleet) return;
+  try {
+    await closeFleet(fleet);
+  } finally {
+    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  }
+});
+
+function environ(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+  } catch {
+    return [];
+  }
+}
+
+it('on close() (SIGTERM) the worker finishes its running job, the result is stored, no process is left', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'wharf-fleet-shutdown-'));
+  dirs.push(dataDir);
+  t = await startFleet({ dataDir });
+  const ep = await t.endpoint({ workersMax: 1, idleTimeout: 5 });
+  const id = await t.run(ep, { sleepMs: 2500 });
+  await waitUntil(async () => (await t!.status(ep, id)).status === 'IN_PROGRESS', 15_000);
+  const pids = t.pids();
+  expect(pids).toHaveLength(1);
+  expect(isAlive(pids[0]!)).toBe(true);
+
+  const closing = t.server.close();
+  // While the workers are being stopped the server still answers: the worker says it got SIGTERM.
+  let sawSigterm = false;
+  for (let i = 0; i < 40 && !sawSigterm; i++) {
+    const res = await t.api('GET', `/v1/endpoints/${ep}/logs?limit=5000`);
+    if (res.status !== 200) break;
+    sawSigterm = (res.json.lines as Array<{ message: string }>).some((l) => /SIGTERM received/.test(l.message));
+    if (!sawSigterm) await sleep(25);
+  }
+  expect(sawSigterm).toBe(true);
+  await closing;
+
+  expect(t.pids()).toEqual([]);
+  expect(isAlive(pids[0]!)).toBe(false);
+  expect(workerProcesses([ep])).toEqual([]);
+
+  // The result was stored before the server stopped: a new server on the same data directory has it.
+  const again = await startTestServer({ dataDir, executor: 'none' });
+  try {
+    const res = await again.api('GET', `/v2/${ep}/status/${id}`);
+    expect(res.status).toBe(200);
+    expect(res.json).toMatchObject({ status: 'COMPLETED', output: { echo: { sleepMs: 2500 } } });
+  } finally {
+    await again.server.close();
+  }
+});
+
+it('rolls workers on an endpoint change: new jobs go to a new-version worker, the old one finishes, then stops', async () => {
+  t = await startFleet();
+  const ep = await t.endpoint({ workersMax: 2, idleTimeout: 5, scalerType: 'REQUEST_COUNT', scalerValue: 1 });
+  const long = await t.run(ep, { sleepMs: 4000 });
+  await waitUntil(async () => (await t!.status(ep, long)).status === 'IN_PROGRESS', 15_000);
+  const oldWorker = (await t.status(ep, long)).workerId as string;
+  const [oldPid] = t.pids();
+  expect(environ(oldPid!)).not.toContain('MODEL=v2');
+
+  const patched = await t.api('PATCH', `/v1/endpoints/${ep}`, { env: { MODEL: 'v2' } });
+  expect(patched.status).toBe(200);
+  const quick = await t.run(ep, { n: 'after update' });
+  const q = await t.waitJob(ep, quick, 15_000);
+  expect(q.status).toBe('COMPLETED');
+  expect(q.workerId).not.toBe(oldWorker);
+  // The old worker is still running its job meanwhile.
+  expect((await t.status(ep, long)).status).toBe('IN_PROGRESS');
+
+  const pods = await t.workers(ep);
+  const newPod = pods.find((w) => w.id === q.workerId);
+  const oldPod = pods.find((w) => w.id === oldWorker);
+  expect(newPod?.slsVersion).toBeGreaterThan(oldPod?.slsVersion);
+  const newPid = t.pids().find((p) => p !== oldPid)!;
+  expect(environ(newPid)).toContain('MODEL=v2');
+
+  const l = await t.waitJob(ep, long, 15_000);
+  expect(l).toMatchObject({ status: 'COMPLETED', workerId: oldWorker });
+  // Then the old worker goes; the new one stays (idleTimeout 5 s).
+  await waitUntil(() => !isAlive(oldPid!), 10_000);
+  await waitUntil(async () => (await t!.workers(ep)).every((w) => w.id !== oldWorker), 5_000);
+  expect(t.pids()).toEqual([newPid]);
+  expect((await t.workers(ep)).map((w) => w.id)).toEqual([q.workerId]);
+});
+
+it('FlashBoot keeps a standby worker after idleTimeout; a job then starts faster than a cold start', async () => {
+  t = await startFleet();
+  const cold = await t.endpoint({ workersMax: 1, idleTimeout: 1 });
+  const flash = await t.endpoint({ workersMax: 1, idleTimeout: 1, flashboot: true });
+
+  // Cold start: the first job waits for a worker process to start.
+  const c = await t.waitJob(cold, await t.run(cold, { n: 'cold' }));
+  expect(c.status).toBe('COMPLETED');
+  const f1 = await t.waitJob(flash, await t.run(flash, { n: 'first' }));
+  expect(f1.status).toBe('COMPLETED');
+
+  // After idleTimeout the FlashBoot worker stays, as standby; the other endpoint goes back to zero.
+  let h: any;
+  await waitUntil(
+    async () => {
+      h = await t!.health(flash);
+      return h.workers.standby === 1;
+    },
+    10_000,
+    () => JSON.stringify(h),
+  );
+  expect(h.workers).toMatchObject({ standby: 1, idle: 0, running: 0, initializing: 0 });
+  const standbyPids = t.pids();
+  await sleep(1500);
+  expect((await t.health(flash)).workers).toMatchObject({ standby: 1, idle: 0 });
+  await waitUntil(async () => (await t!.workers(cold)).length === 0, 10_000);
+
+  const f2 = await t.waitJob(flash, await t.run(flash, { n: 'after standby' }));
+  expect(f2).toMatchObject({ status: 'COMPLETED', workerId: f1.workerId });
+  console.log(
+    `cold start delayTime ${c.delayTime} ms (first FlashBoot job ${f1.delayTime} ms); ` +
+      `FlashBoot standby delayTime ${f2.delayTime} ms`,
+  );
+  expect(f2.delayTime).toBeLessThan(c.delayTime);
+  expect(t.pids()).toEqual(standbyPids);
+
+  // A standby of an outdated version is not kept: after an update, no worker is left without jobs.
+  await waitUntil(async () => (await t!.health(flash)).workers.standby === 1, 10_000);
+  expect((await t.api('PATCH', `/v1/endpoints/${flash}`, { env: { MODEL: 'v2' } })).status).toBe(200);
+  await waitUntil(() => !isAlive(standbyPids[0]!), 10_000);
+  await waitUntil(async () => (await t!.workers(flash)).length === 0, 5_000);
+  expect((await t.health(flash)).workers).toMatchObject({ standby: 0, idle: 0, running: 0, initializing: 0 });
+  expect(t.pids()).toEqual([]);
+});

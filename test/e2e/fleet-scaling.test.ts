@@ -1,0 +1,122 @@
+// The fleet scaling real worker processes (process executor, examples/echo-ts) against a real server on loopback:
+// scale from zero on a burst within workersMax, back to zero after idleTimeout, workersMin kept warm, worker states.
+
+import { afterEach, beforeEach, expect, it } from 'vitest';
+
+import { closeFleet, isAlive, sleep, startFleet, waitUntil, type Fleet } from '../helpers/fleet.ts';
+
+let t: Fleet;
+
+beforeEach(async () => {
+  t = await startFleet();
+});
+afterEach(async () => {
+  await closeFleet(t);
+});
+
+it('scales from zero on a burst, never above workersMax, and back to zero after idleTimeout', async () => {
+  const ep = await t.endpoint({ workersMax: 3, scalerType: 'REQUEST_COUNT', scalerValue: 1, idleTimeout: 1 });
+  expect((await t.health(ep)).workers).toMatchObject({ idle: 0, running: 0, initializing: 0 });
+  expect(t.pids()).toEqual([]);
+
+  const ids = await Promise.all(Array.from({ length: 8 }, (_, i) => t.run(ep, { sleepMs: 600, n: i })));
+  let maxLive = 0;
+  let maxPods = 0;
+  let maxPids = 0;
+  const seenPids = new Set<number>();
+  const reasons = new Set<string>();
+  for (;;) {
+    const [h, workers] = await Promise.all([t.health(ep), t.workers(ep)]);
+    maxLive = Math.max(maxLive, h.workers.idle + h.workers.running + h.workers.initializing);
+    maxPods = Math.max(maxPods, workers.filter((w) => w.desiredStatus === 'RUNNING').length);
+    const pids = t.pids();
+    for (const p of pids) seenPids.add(p);
+    maxPids = Math.max(maxPids, pids.length);
+    if (h.scaling) reasons.add(h.scaling.reason);
+    if (h.jobs.completed === ids.length) break;
+    await sleep(25);
+  }
+  // Three workers, never more at any moment: by /health, by the REST pods and by the processes themselves.
+  expect(maxLive).toBe(3);
+  expect(maxPods).toBe(3);
+  expect(maxPids).toBe(3);
+  expect(seenPids.size).toBe(3);
+  expect(reasons).toContain('max-workers-reached');
+  expect((await t.health(ep)).scaling).toBeUndefined();
+  for (const id of ids) {
+    const s = await t.status(ep, id);
+    expect(s.status).toBe('COMPLETED');
+    expect(s.output.echo.sleepMs).toBe(600);
+  }
+
+  // Back to zero: every worker stops after idleTimeout (1 s), its process is gone.
+  await waitUntil(
+    async () => t.pids().length === 0,
+    10_000,
+    () => `pids ${t.pids().join(',')}`,
+  );
+  await waitUntil(async () => {
+    const h = await t.health(ep);
+    return h.workers.idle + h.workers.running + h.workers.initializing === 0;
+  }, 5_000);
+  expect(await t.workers(ep)).toEqual([]);
+  for (const p of seenPids) expect(isAlive(p)).toBe(false);
+});
+
+it('keeps workersMin workers warm without jobs, also past idleTimeout', async () => {
+  const ep = await t.endpoint({ workersMin: 1, workersMax: 2, idleTimeout: 1 });
+  await waitUntil(async () => (await t.health(ep)).workers.idle === 1, 15_000);
+  const [pid] = t.pids();
+  expect(t.pids()).toHaveLength(1);
+  await sleep(2500);
+  const h = await t.health(ep);
+  expect(h.workers).toMatchObject({ idle: 1, running: 0, initializing: 0 });
+  expect(t.pids()).toEqual([pid]);
+  expect(isAlive(pid!)).toBe(true);
+
+  // It takes a job at once, and stays afterwards.
+  const id = await t.run(ep, { hello: 1 });
+  expect((await t.waitJob(ep, id)).status).toBe('COMPLETED');
+  await sleep(1500);
+  expect(t.pids()).toEqual([pid]);
+
+  // Deleting the endpoint stops its workers.
+  expect((await t.api('DELETE', `/v1/endpoints/${ep}`)).status).toBe(204);
+  // (The pid file goes once the exit is fully handled, a moment after the process is gone.)
+  await waitUntil(() => !isAlive(pid!) && t.pids().length === 0, 10_000);
+  expect(await t.api('GET', `/v1/endpoints/${ep}`)).toMatchObject({ status: 404 });
+});
+
+it('shows worker states initializing → idle → running → idle in /health and includeWorkers', async () => {
+  // workersMin 1: the worker starts without a job, so it is idle before it runs one.
+  const ep = await t.endpoint({ workersMin: 1, workersMax: 1, idleTimeout: 5 });
+  const healthStates: string[] = [];
+  const podStates: string[] = [];
+  const push = (list: string[], state: string): void => {
+    if (list[list.length - 1] !== state) list.push(state);
+  };
+  const record = async (): Promise<void> => {
+    const [h, workers] = await Promise.all([t.health(ep), t.workers(ep)]);
+    const live = (['initializing', 'idle', 'running'] as const).filter((k) => h.workers[k] > 0);
+    expect(live.length).toBeLessThanOrEqual(1);
+    if (live[0]) push(healthStates, live[0]);
+    expect(workers.length).toBeLessThanOrEqual(1);
+    if (workers[0]) push(podStates, String(workers[0].workerState));
+  };
+  await waitUntil(async () => {
+    await record();
+    return healthStates.includes('idle') && podStates.includes('idle');
+  });
+  const id = await t.run(ep, { sleepMs: 1000 });
+  while ((await t.status(ep, id)).status !== 'COMPLETED') {
+    await record();
+    await sleep(20);
+  }
+  await waitUntil(async () => {
+    await record();
+    return healthStates[healthStates.length - 1] === 'idle' && podStates[podStates.length - 1] === 'idle';
+  });
+  expect(healthStates).toEqual(['initializing', 'idle', 'running', 'idle']);
+  expect(podStates).toEqual(['initializing', 'idle', 'running', 'idle']);
+  expect((await t.status(ep, id)).workerId).toBe((await t.workers(ep))[0].id);
+});

@@ -1,0 +1,174 @@
+// The OpenAI-compatible routes with the official `openai` npm client, against the example OpenAI worker
+// (examples/openai-ts/worker.ts) running as a real process with the RUNPOD_* variables an executor injects.
+
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { waitUntil } from '../helpers/fleet.ts';
+import { killAll, spawnProc, type Proc } from '../helpers/processes.ts';
+import { createEndpoint, startTestServer, type TestServer } from '../helpers/server.ts';
+
+let t: TestServer;
+let ep: string;
+let worker: Proc;
+let client: OpenAI;
+
+/** The example OpenAI worker as a process, with the worker-protocol variables a Wharf executor injects. */
+function spawnOpenAiWorker(url: string, endpointId: string, apiKey: string): Proc {
+  const base = `${url}/v2/${endpointId}`;
+  return spawnProc(['examples/openai-ts/worker.ts'], {
+    PATH: process.env.PATH,
+    RUNPOD_WEBHOOK_GET_JOB: `${base}/job-take/$ID?gpu=x`,
+    RUNPOD_WEBHOOK_POST_OUTPUT: `${base}/job-done/$RUNPOD_POD_ID/$ID?gpu=x`,
+    RUNPOD_WEBHOOK_POST_STREAM: `${base}/job-stream/$RUNPOD_POD_ID/$ID?gpu=x`,
+    RUNPOD_WEBHOOK_PING: `${base}/ping/$RUNPOD_POD_ID?gpu=x`,
+    RUNPOD_AI_API_KEY: apiKey,
+    RUNPOD_POD_ID: 'openaiworker01',
+    RUNPOD_PING_INTERVAL: '1000',
+    RUNPOD_ENDPOINT_ID: endpointId,
+    WHARF_WORKER_RETRY_BASE_MS: '100',
+  });
+}
+
+beforeAll(async () => {
+  t = await startTestServer({ takeWaitMs: 1000, stopWaitMs: 500, streamWaitMs: 1000, leaseMs: 5000 });
+  ep = await createEndpoint(t);
+  worker = spawnOpenAiWorker(t.url, ep, t.key);
+  // maxRetries 0: a retried request would hide what the server answered the first time.
+  client = new OpenAI({ baseURL: `${t.url}/v2/${ep}/openai/v1`, apiKey: t.key, maxRetries: 0 });
+});
+afterAll(async () => {
+  await killAll();
+  await t?.close();
+});
+
+const messages = [{ role: 'user' as const, content: 'hello there' }];
+
+describe('OpenAI-compatible routes with the official client', () => {
+  it('chat completion: the worker’s chat.completion object is the answer', async () => {
+    const res = await client.chat.completions.create({ model: 'wharf-echo', messages });
+    expect(res.object).toBe('chat.completion');
+    expect(res.choices[0]?.message).toEqual({ role: 'assistant', content: 'You said: hello there' });
+    expect(res.choices[0]?.finish_reason).toBe('stop');
+    expect(res.usage?.completion_tokens).toBe(4);
+  });
+
+  it('streaming chat: chunks arrive as SSE events until [DONE]', async () => {
+    const stream = await client.chat.completions.create({ model: 'wharf-echo', messages, stream: true });
+    const deltas: string[] = [];
+    const finishes: Array<string | null> = [];
+    for await (const chunk of stream) {
+      expect(chunk.object).toBe('chat.completion.chunk');
+      deltas.push(chunk.choices[0]?.delta.content ?? '');
+      finishes.push(chunk.choices[0]?.finish_reason ?? null);
+    }
+    expect(deltas.join('')).toBe('You said: hello there');
+    expect(deltas.length).toBe(6); // role chunk, 4 tokens, final chunk
+    expect(finishes.at(-1)).toBe('stop');
+  });
+
+  it('completions, plain and streamed (the worker sends vLLM-style SSE text with its own [DONE])', async () => {
+    const res = await client.completions.create({ model: 'wharf-echo', prompt: 'good morning' });
+    expect(res.object).toBe('text_completion');
+    expect(res.choices[0]?.text).toBe('You said: good morning');
+
+    const raw = await fetch(`${t.url}/v2/${ep}/openai/v1/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'wharf-echo', prompt: 'good morning', stream: true }),
+    });
+    expect(raw.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const text = await raw.text();
+    expect(text.match(/data: \[DONE\]/g)).toHaveLength(1);
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+
+    const stream = await client.completions.create({ model: 'wharf-echo', prompt: 'good morning', stream: true });
+    let streamed = '';
+    for await (const chunk of stream) streamed += chunk.choices[0]?.text ?? '';
+    expect(streamed).toBe('You said: good morning');
+  });
+
+  it('embeddings (the client asks for base64 and decodes it)', async () => {
+    const res = await client.embeddings.create({ model: 'wharf-echo', input: ['one', 'two'] });
+    expect(res.data).toHaveLength(2);
+    expect(res.data[0]?.embedding).toHaveLength(8);
+    expect(res.data[0]?.embedding).not.toEqual(res.data[1]?.embedding);
+    const floats = await client.embeddings.create({ model: 'wharf-echo', input: 'one', encoding_format: 'float' });
+    expect(floats.data[0]?.embedding.map((x) => Math.round(x * 1e4))).toEqual(
+      res.data[0]?.embedding.map((x) => Math.round(x * 1e4)),
+    );
+  });
+
+  it('models list', async () => {
+    const ids: string[] = [];
+    for await (const model of client.models.list()) ids.push(model.id);
+    expect(ids).toEqual(['wharf-echo']);
+  });
+
+  it('a failed job is a 502 with an OpenAI error body that the client raises, and is not retried', async () => {
+    const retrying = new OpenAI({ baseURL: `${t.url}/v2/${ep}/openai/v1`, apiKey: t.key, maxRetries: 2 });
+    const before = (await t.api('GET', `/v2/${ep}/requests?limit=500`)).json.requests.length as number;
+    const error = await retrying.chat.completions.create({ model: 'fail', messages }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    const apiError = error as InstanceType<typeof OpenAI.APIError>;
+    expect(apiError.status).toBe(502);
+    expect(apiError.message).toMatch(/failed on purpose/);
+    expect(apiError.code).toBe('OPENAI_JOB_FAILED');
+    // x-should-retry: false kept the client from running the failing job twice more.
+    const after = (await t.api('GET', `/v2/${ep}/requests?limit=500`)).json.requests.length as number;
+    expect(after - before).toBe(1);
+  });
+
+  it('a job that fails while streaming ends the stream with an error event, which the client raises', async () => {
+    const stream = await client.chat.completions.create({ model: 'fail', messages, stream: true });
+    const error = await (async () => {
+      for await (const _chunk of stream) {
+        // nothing arrives before the error
+      }
+    })().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect((error as Error).message).toMatch(/failed on purpose/);
+  });
+
+  it('a bad key is an AuthenticationError, an unknown endpoint a NotFoundError', async () => {
+    const badKey = new OpenAI({ baseURL: `${t.url}/v2/${ep}/openai/v1`, apiKey: 'nope', maxRetries: 0 });
+    await expect(badKey.models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    const nowhere = new OpenAI({ baseURL: `${t.url}/v2/nosuchendpoint/openai/v1`, apiKey: t.key, maxRetries: 0 });
+    await expect(nowhere.chat.completions.create({ model: 'm', messages })).rejects.toBeInstanceOf(
+      OpenAI.NotFoundError,
+    );
+  });
+
+  it('a client that hangs up mid-stream cancels the job, and the worker is free again', async () => {
+    const { data: stream, response } = await client.chat.completions
+      .create({
+        model: 'wharf-echo',
+        messages,
+        stream: true,
+        max_tokens: 200,
+        metadata: { delay_ms: '100' },
+      })
+      .withResponse();
+    const jobId = response.headers.get('x-wharf-job-id');
+    expect(jobId).toBeTruthy();
+    let received = 0;
+    for await (const _chunk of stream) {
+      if (++received === 3) break; // leaving the loop aborts the request
+    }
+    let status = '';
+    await waitUntil(
+      async () => {
+        status = (await t.api('GET', `/v2/${ep}/status/${jobId}`)).json?.status;
+        return status === 'CANCELLED';
+      },
+      10_000,
+      () => `job ${jobId} to be CANCELLED, is ${status}`,
+    );
+    // The worker was told to stop: the next request is served at once, not after 200 tokens × 100 ms.
+    const started = Date.now();
+    const res = await client.chat.completions.create({ model: 'wharf-echo', messages });
+    expect(res.choices[0]?.message.content).toBe('You said: hello there');
+    expect(Date.now() - started).toBeLessThan(8000);
+    expect(worker.alive()).toBe(true);
+  });
+});

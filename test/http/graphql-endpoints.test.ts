@@ -1,0 +1,236 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gql } from '../helpers/graphql.ts';
+import { request, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.ts';
+
+/**
+ * saveEndpoint / deleteEndpoint / updateEndpointTemplate: the docs' examples (interface §4.3, sent with ?api_key= as
+ * the docs do), the non-sparse modify (facts §2.3) and the EndpointInput fields.
+ */
+
+let t: TestServer;
+let templateId: string;
+let volumeId: string;
+
+/** The docs' way: ?api_key= in the URL, body `{query}` only. */
+const docs = (query: string): Promise<ApiResponse> =>
+  request(`${t.url}/graphql?api_key=${encodeURIComponent(t.key)}`, 'POST', { query });
+const run = (query: string, variables?: Record<string, unknown> | null) => gql(t.url, t.key, query, variables);
+
+function ok(res: ApiResponse, root: string): any {
+  expect(res.status, res.text).toBe(200);
+  expect(res.json.errors, res.text).toBeUndefined();
+  return res.json.data[root];
+}
+function fails(res: ApiResponse, root: string, code: string): string {
+  expect(res.status, res.text).toBe(200);
+  expect(res.json.data[root], res.text).toBeNull();
+  expect(res.json.errors[0]).toMatchObject({ path: [root], extensions: { code } });
+  return res.json.errors[0].message as string;
+}
+const rest = async (id: string) => (await t.api('GET', `/v1/endpoints/${id}`)).json;
+
+beforeAll(async () => {
+  t = await startTestServer();
+  const tpl = (name: string) => t.api('POST', '/v1/templates', { name, imageName: 'img:1', isServerless: true });
+  templateId = (await tpl('ep-tpl-a')).json.id;
+  volumeId = (await t.server.volumes.create(t.server.adminUserId, { name: 'v', size: 5, dataCenterId: 'US-TX-3' })).id;
+});
+afterAll(async () => {
+  await t.close();
+});
+
+describe('the docs examples (interface §4.3)', () => {
+  let id: string;
+  const fields = 'gpuIds id idleTimeout locations name scalerType scalerValue templateId workersMax workersMin';
+  const input = `gpuIds: "AMPERE_16", idleTimeout: 5, locations: "US", name: "Generated Endpoint -fb", networkVolumeId: "", scalerType: "QUEUE_DELAY", scalerValue: 4, templateId: "${'TPL'}", workersMax: 3, workersMin: 0`;
+
+  it('creates an endpoint', async () => {
+    const doc = `mutation { saveEndpoint(input: { ${input.replace('TPL', templateId)} }) { ${fields} } }`;
+    const ep = ok(await docs(doc), 'saveEndpoint');
+    expect(ep).toEqual({
+      gpuIds: 'AMPERE_16',
+      id: expect.any(String),
+      idleTimeout: 5,
+      locations: 'US',
+      name: 'Generated Endpoint -fb',
+      scalerType: 'QUEUE_DELAY',
+      scalerValue: 4,
+      templateId,
+      workersMax: 3,
+      workersMin: 0,
+    });
+    id = ep.id;
+    expect((await rest(id)).dataCenterIds.every((dc: string) => dc.startsWith('US-'))).toBe(true);
+  });
+
+  it('modifies it by id', async () => {
+    const doc = `mutation { saveEndpoint(input: { id: "${id}", ${input.replace('TPL', templateId).replace('workersMax: 3', 'workersMax: 0')} }) { ${fields} } }`;
+    expect(ok(await docs(doc), 'saveEndpoint')).toMatchObject({ id, workersMax: 0, workersMin: 0 });
+  });
+
+  it('lists endpoints with pods and serverlessDiscount', async () => {
+    const doc = `query Endpoints { myself { endpoints { ${fields} networkVolumeId pods { desiredStatus } } serverlessDiscount { discountFactor type expirationDate } } }`;
+    const me = ok(await docs(doc), 'myself');
+    expect(me.serverlessDiscount).toBeNull();
+    expect(me.endpoints).toContainEqual(expect.objectContaining({ id, pods: [], networkVolumeId: null }));
+    const discount = { discountFactor: 0.8, type: 'SERVERLESS', expirationDate: '2030-01-01T00:00:00.000Z' };
+    await t.server.accounts.setServerlessDiscount(t.server.adminUserId, discount);
+    expect(ok(await docs(doc), 'myself').serverlessDiscount).toEqual(discount);
+  });
+
+  it('deletes it once workers are 0; data.deleteEndpoint is null', async () => {
+    const scaled = ok(
+      await run(`mutation { saveEndpoint(input: {name: "busy", templateId: "${templateId}", workersMin: 1}) { id } }`),
+      'saveEndpoint',
+    );
+    const refused = await docs(`mutation { deleteEndpoint(id: "${scaled.id}") }`);
+    expect(fails(refused, 'deleteEndpoint', 'ENDPOINT_HAS_WORKERS')).toMatch(
+      /workersMin 1 and workersMax 3.*set both to 0/,
+    );
+    ok(
+      await run(`mutation { saveEndpoint(input: {id: "${scaled.id}", name: "busy", workersMax: 0}) { id } }`),
+      'saveEndpoint',
+    );
+    const res = await docs(`mutation { deleteEndpoint(id: "${scaled.id}") }`);
+    expect(res.json).toEqual({ data: { deleteEndpoint: null } });
+    expect((await t.api('GET', `/v1/endpoints/${scaled.id}`)).status).toBe(404);
+    expect(ok(await docs(`mutation { deleteEndpoint(id: "${id}") }`), 'deleteEndpoint')).toBeNull();
+    expect(
+      fails(await docs(`mutation { deleteEndpoint(id: "${id}") }`), 'deleteEndpoint', 'ENDPOINT_NOT_FOUND'),
+    ).toContain(id);
+  });
+});
+
+describe('saveEndpoint fields and modify semantics', () => {
+  const all = `id name templateId gpuIds gpuCount instanceIds computeType type locations idleTimeout scalerType scalerValue
+    workersMin workersMax workersStandby networkVolumeId networkVolumeIds { networkVolumeId dataCenterId }
+    networkVolume { id dataCenterId } allowedCudaVersions minCudaVersion executionTimeoutMs flashBootType env { key value }`;
+
+  it('maps every EndpointInput field onto the endpoint, and a modify resets what it leaves out', async () => {
+    const create = `mutation { saveEndpoint(input: { name: "full", templateId: "${templateId}", gpuIds: "AMPERE_24,-NVIDIA L4",
+      gpuCount: 2, locations: "US,EU-RO-1", idleTimeout: 30, scalerType: "REQUEST_COUNT", scalerValue: 2, workersMin: 1,
+      workersMax: 5, workersStandby: 1, networkVolumeId: "${volumeId}", networkVolumeIds: [{networkVolumeId: "${volumeId}"}],
+      allowedCudaVersions: "12.4,12.5", minCudaVersion: "12.1", executionTimeoutMs: 60000, flashBootType: FLASHBOOT,
+      env: [{key: "A", value: "1"}], type: "QB" }) { ${all} } }`;
+    const ep = ok(await run(create), 'saveEndpoint');
+    expect(ep).toMatchObject({
+      gpuIds: 'AMPERE_24,-NVIDIA L4',
+      gpuCount: 2,
+      instanceIds: [],
+      computeType: 'GPU',
+      locations: 'US,RO',
+      idleTimeout: 30,
+      scalerType: 'REQUEST_COUNT',
+      workersStandby: 1,
+      networkVolume: { id: volumeId, dataCenterId: 'US-TX-3' },
+      networkVolumeIds: [{ networkVolumeId: volumeId, dataCenterId: 'US-TX-3' }],
+      allowedCudaVersions: '12.4,12.5',
+      minCudaVersion: '12.1',
+      executionTimeoutMs: 60000,
+      flashBootType: 'FLASHBOOT',
+      env: [{ key: 'A', value: '1' }],
+    });
+    expect(await rest(ep.id)).toMatchObject({
+      gpuTypeIds: ['NVIDIA RTX A5000', 'NVIDIA GeForce RTX 3090'],
+      flashboot: true,
+      networkVolumeIds: [volumeId],
+    });
+
+    // Only id, name and gpuIds: scaling settings reset, the rest is kept (facts §2.3, measured live).
+    const modify = `mutation { saveEndpoint(input: {id: "${ep.id}", name: "full2", gpuIds: "ADA_24"}) { ${all} } }`;
+    expect(ok(await run(modify), 'saveEndpoint')).toEqual({
+      ...ep,
+      name: 'full2',
+      gpuIds: 'ADA_24',
+      idleTimeout: 10,
+      scalerType: 'QUEUE_DELAY',
+      scalerValue: 4,
+      workersMin: 0,
+      workersMax: 3,
+      workersStandby: 0,
+      executionTimeoutMs: 600000,
+      flashBootType: 'OFF',
+    });
+    // Explicit null resets a kept field.
+    const clear = `mutation { saveEndpoint(input: {id: "${ep.id}", name: "full2", locations: null, networkVolumeId: null,
+      networkVolumeIds: null, allowedCudaVersions: null, env: null, gpuCount: null}) { ${all} } }`;
+    expect(ok(await run(clear), 'saveEndpoint')).toMatchObject({
+      locations: null,
+      networkVolume: null,
+      networkVolumeIds: [],
+      allowedCudaVersions: null,
+      env: [],
+      gpuCount: 1,
+    });
+  });
+
+  it('instanceIds make a CPU endpoint; type LB; flashBootType OFF', async () => {
+    const doc = `mutation { saveEndpoint(input: {name: "cpu", templateId: "${templateId}", instanceIds: ["cpu3g-4-16"], type: "LB", flashBootType: OFF}) { id computeType instanceIds type flashBootType } }`;
+    const ep = ok(await run(doc), 'saveEndpoint');
+    expect(ep).toMatchObject({ computeType: 'CPU', instanceIds: ['cpu3g-4-16'], type: 'LB', flashBootType: 'OFF' });
+    const stored = await t.server.store.getEndpoint(null, ep.id);
+    expect(stored).toMatchObject({ computeType: 'CPU', cpuFlavorIds: ['cpu3g'], vcpuCount: 4 });
+  });
+
+  it('creates an inline template; refuses templateId and template together', async () => {
+    const tpl = `template: {name: "inline-tpl", imageName: "img:inline", containerDiskInGb: 5, dockerArgs: "python -u h.py", env: []}`;
+    const ep = ok(
+      await run(
+        `mutation { saveEndpoint(input: {name: "inline", ${tpl}}) { id template { name imageName dockerArgs isServerless } } }`,
+      ),
+      'saveEndpoint',
+    );
+    expect(ep.template).toEqual({
+      name: 'inline-tpl',
+      imageName: 'img:inline',
+      dockerArgs: 'python -u h.py',
+      isServerless: true,
+    });
+    const both = await run(
+      `mutation { saveEndpoint(input: {name: "x", templateId: "${templateId}", ${tpl.replace('inline-tpl', 'other')}}) { id } }`,
+    );
+    expect(fails(both, 'saveEndpoint', 'VALIDATION_FAILED')).toMatch(/template/);
+  });
+
+  it('bad values are resolver errors naming the field (HTTP 200, VALIDATION_FAILED)', async () => {
+    const cases: Array<[string, RegExp]> = [
+      ['gpuIds: "AMPERE_99"', /AMPERE_99/],
+      ['gpuIds: "AMPERE_16,-NVIDIA Nope"', /NVIDIA Nope/],
+      ['locations: "XX"', /locations/],
+      ['instanceIds: ["gpu-1-2"]', /instanceIds/],
+      ['scalerType: "FAST"', /scalerType/],
+      ['type: "XB"', /type/],
+      ['idleTimeout: 0', /idleTimeout/],
+      ['workersMin: 4, workersMax: 2', /workersMin/],
+      ['allowedCudaVersions: "9.0"', /allowedCudaVersions/],
+      [`networkVolumeId: "nosuchvol0"`, /nosuchvol0.*network volumes/],
+      ['modelReferences: ["https://huggingface.co/x/y:main"]', /modelReferences/],
+    ];
+    for (const [field, message] of cases) {
+      const res = await run(
+        `mutation { saveEndpoint(input: {name: "bad", templateId: "${templateId}", ${field}}) { id } }`,
+      );
+      expect(fails(res, 'saveEndpoint', 'VALIDATION_FAILED'), field).toMatch(message);
+    }
+    expect(
+      fails(
+        await run('mutation { saveEndpoint(input: {name: "no template"}) { id } }'),
+        'saveEndpoint',
+        'VALIDATION_FAILED',
+      ),
+    ).toMatch(/templateId/);
+    expect(
+      fails(
+        await run('mutation { saveEndpoint(input: {id: "nosuchendpoint", name: "x"}) { id } }'),
+        'saveEndpoint',
+        'ENDPOINT_NOT_FOUND',
+      ),
+    ).toContain('nosuchendpoint');
+    // An enum written as a string literal is a document error (HTTP 400), as on the hosted service.
+    const quoted = await run(
+      `mutation { saveEndpoint(input: {name: "q", templateId: "${templateId}", flashBootType: "FLASHBOOT"}) { id } }`,
+    );
+    expect(quoted.status).toBe(400);
+    expect(quoted.json.errors[0].message).toMatch(/Enum "FlashBootType" cannot represent non-enum value/);
+  });
+});

@@ -1,0 +1,196 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gql } from '../helpers/graphql.ts';
+import { startTestServer, type ApiResponse, type TestServer } from '../helpers/server.ts';
+
+/** saveTemplate / deleteTemplate, registry auths and network volumes through GraphQL (facts §2.7–2.9). */
+
+let t: TestServer;
+const run = (query: string, variables?: Record<string, unknown>) => gql(t.url, t.key, query, variables);
+
+function ok(res: ApiResponse, root: string): any {
+  expect(res.status, res.text).toBe(200);
+  expect(res.json.errors, res.text).toBeUndefined();
+  return res.json.data[root];
+}
+function fails(res: ApiResponse, root: string, code: string): string {
+  expect(res.status, res.text).toBe(200);
+  expect(res.json.errors?.[0], res.text).toMatchObject({ path: [root], extensions: { code } });
+  return res.json.errors[0].message as string;
+}
+
+const FIELDS = `id name imageName dockerArgs containerDiskInGb volumeInGb volumeMountPath ports env { key value }
+  isServerless isPublic containerRegistryAuthId readme category isRunpod`;
+const SAVE = `mutation Save($input: SaveTemplateInput) { saveTemplate(input: $input) { ${FIELDS} } }`;
+
+beforeAll(async () => {
+  t = await startTestServer();
+});
+afterAll(async () => {
+  await t.close();
+});
+
+describe('saveTemplate', () => {
+  let id: string;
+  let authId: string;
+
+  it('creates a template from every SaveTemplateInput field', async () => {
+    authId = ok(
+      await run('mutation { saveRegistryAuth(input: {name: "ghcr", username: "u", password: "p"}) { id } }'),
+      'saveRegistryAuth',
+    ).id;
+    const input = {
+      name: 'worker',
+      imageName: 'ghcr.io/me/worker:1',
+      dockerArgs: 'python -u handler.py --name \'a b\' --q "c\\"d"',
+      containerDiskInGb: 20,
+      volumeInGb: 0,
+      volumeMountPath: '/data',
+      ports: '8888/http, 22/tcp',
+      portsConfig: [{ port: '8888', name: 'jupyter' }],
+      env: [{ key: 'K', value: 'v' }],
+      isServerless: true,
+      isPublic: false,
+      containerRegistryAuthId: authId,
+      readme: '# hi',
+      startSsh: true,
+      startJupyter: false,
+      advancedStart: false,
+      category: 'NVIDIA',
+    };
+    const tpl = ok(await run(SAVE, { input }), 'saveTemplate');
+    expect(tpl).toEqual({
+      ...input,
+      id: expect.stringMatching(/^[a-z0-9]{10}$/),
+      dockerArgs: 'python -u handler.py --name "a b" --q "c\\"d"',
+      ports: '8888/http,22/tcp',
+      portsConfig: undefined,
+      startSsh: undefined,
+      startJupyter: undefined,
+      advancedStart: undefined,
+      isRunpod: false,
+    });
+    id = tpl.id;
+    const rest = (await t.api('GET', `/v1/templates/${id}`)).json;
+    expect(rest).toMatchObject({
+      dockerStartCmd: ['python', '-u', 'handler.py', '--name', 'a b', '--q', 'c"d'],
+      ports: ['8888/http', '22/tcp'],
+      env: { K: 'v' },
+      containerRegistryAuthId: authId,
+    });
+  });
+
+  it('replaces a template by id: optional fields left out return to their defaults', async () => {
+    const input = { id, name: 'worker-2', dockerArgs: '', containerDiskInGb: 5, volumeInGb: 0, env: [] };
+    expect(ok(await run(SAVE, { input }), 'saveTemplate')).toMatchObject({
+      name: 'worker-2',
+      imageName: 'ghcr.io/me/worker:1',
+      isServerless: true,
+      volumeMountPath: '/workspace',
+      ports: '',
+      containerRegistryAuthId: null,
+      readme: '',
+    });
+  });
+
+  it('refuses duplicate names, bad ports, unknown registry auths and unknown ids', async () => {
+    const base = { name: 'worker-2', imageName: 'i', dockerArgs: '', containerDiskInGb: 1, volumeInGb: 0, env: [] };
+    expect(fails(await run(SAVE, { input: base }), 'saveTemplate', 'NAME_TAKEN')).toMatch(/worker-2/);
+    const badPorts = await run(SAVE, { input: { ...base, name: 'p', ports: '8888' } });
+    expect(fails(badPorts, 'saveTemplate', 'VALIDATION_FAILED')).toMatch(/ports/);
+    const badAuth = await run(SAVE, {
+      input: { ...base, name: 'a', containerRegistryAuthId: 'cnosuchauth00000000000000' },
+    });
+    fails(badAuth, 'saveTemplate', 'VALIDATION_FAILED');
+    fails(await run(SAVE, { input: { ...base, id: 'nosuchtpl0' } }), 'saveTemplate', 'TEMPLATE_NOT_FOUND');
+    fails(
+      await run(SAVE, { input: { ...base, imageName: undefined, name: 'noimage' } }),
+      'saveTemplate',
+      'VALIDATION_FAILED',
+    );
+    fails(await run(SAVE, { input: null }), 'saveTemplate', 'VALIDATION_FAILED');
+  });
+
+  it('is listed in myself.podTemplates (runpodctl port-label round trip)', async () => {
+    const query = `query GetTemplateForPortLabels { myself { podTemplates { id name imageName dockerArgs env { key value } ports
+      volumeMountPath volumeInGb containerDiskInGb containerRegistryAuthId startJupyter startSsh startScript isServerless
+      isPublic readme advancedStart category } } }`;
+    const state = ok(await run(query), 'myself').podTemplates.find((x: any) => x.id === id);
+    const { startScript: _s, ...rest } = state;
+    const input = {
+      ...rest,
+      containerRegistryAuthId: '',
+      ports: '8888/http',
+      portsConfig: [{ port: '8888', name: 'ui' }],
+    };
+    const saved = await run(
+      'mutation UpdateTemplatePortLabels($input: SaveTemplateInput) { saveTemplate(input: $input) { id } }',
+      { input },
+    );
+    expect(ok(saved, 'saveTemplate')).toEqual({ id });
+  });
+});
+
+describe('deleteTemplate (by name)', () => {
+  it('is refused while an endpoint uses the template, then deletes it', async () => {
+    const tpl = ok(
+      await run(
+        'mutation { saveTemplate(input: {name: "used", imageName: "i", dockerArgs: "", containerDiskInGb: 1, volumeInGb: 0, env: []}) { id } }',
+      ),
+      'saveTemplate',
+    );
+    const ep = ok(
+      await run(`mutation { saveEndpoint(input: {name: "e", templateId: "${tpl.id}", workersMax: 0}) { id } }`),
+      'saveEndpoint',
+    );
+    expect(
+      fails(await run('mutation { deleteTemplate(templateName: "used") }'), 'deleteTemplate', 'RESOURCE_IN_USE'),
+    ).toContain(ep.id);
+    ok(await run(`mutation { deleteEndpoint(id: "${ep.id}") }`), 'deleteEndpoint');
+    expect(await run('mutation { deleteTemplate(templateName: "used") }')).toMatchObject({
+      json: { data: { deleteTemplate: null } },
+    });
+    expect((await t.api('GET', `/v1/templates/${tpl.id}`)).status).toBe(404);
+  });
+});
+
+describe('registry auths and network volumes', () => {
+  it('lists registry credentials by id and name only', async () => {
+    const creds = ok(await run('{ myself { containerRegistryCreds { id name } } }'), 'myself').containerRegistryCreds;
+    expect(creds).toEqual([{ id: expect.stringMatching(/^c/), name: 'ghcr' }]);
+    const missing = await run('mutation { deleteRegistryAuth }');
+    fails(missing, 'deleteRegistryAuth', 'VALIDATION_FAILED');
+    const malformed = await run('mutation { deleteRegistryAuth(registryAuthId: "not-an-id") }');
+    fails(malformed, 'deleteRegistryAuth', 'VALIDATION_FAILED');
+  });
+
+  it('creates, updates, lists and deletes a network volume', async () => {
+    const vol = ok(
+      await run(
+        'mutation { createNetworkVolume(input: {name: "models", size: 10, dataCenterId: "EU-RO-1"}) { id name size dataCenterId dataCenter { id location } } }',
+      ),
+      'createNetworkVolume',
+    );
+    expect(vol).toMatchObject({ name: 'models', size: 10, dataCenter: { id: 'EU-RO-1', location: 'Romania' } });
+    const grown = ok(
+      await run(`mutation { updateNetworkVolume(input: {id: "${vol.id}", size: 20}) { id name size } }`),
+      'updateNetworkVolume',
+    );
+    expect(grown).toEqual({ id: vol.id, name: 'models', size: 20 });
+    fails(
+      await run(`mutation { updateNetworkVolume(input: {id: "${vol.id}", size: 5}) { id } }`),
+      'updateNetworkVolume',
+      'VALIDATION_FAILED',
+    );
+    expect(ok(await run('{ myself { networkVolumes { id size } } }'), 'myself').networkVolumes).toEqual([
+      { id: vol.id, size: 20 },
+    ]);
+    expect(
+      ok(await run(`mutation { deleteNetworkVolume(input: {id: "${vol.id}"}) }`), 'deleteNetworkVolume'),
+    ).toBeNull();
+    fails(
+      await run(`mutation { deleteNetworkVolume(input: {id: "${vol.id}"}) }`),
+      'deleteNetworkVolume',
+      'NETWORK_VOLUME_NOT_FOUND',
+    );
+  });
+});

@@ -1,0 +1,113 @@
+// "Why is my job queued?": /status of an IN_QUEUE job carries queueReason from the supervisor's view of its endpoint
+// (docs/observability.md). Real worker processes through the process executor, fast fleet timers.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { closeFleet, startFleet, waitUntil, type Fleet } from '../helpers/fleet.ts';
+import { createEndpoint, startTestServer } from '../helpers/server.ts';
+
+let fleet: Fleet;
+
+beforeAll(async () => {
+  fleet = await startFleet();
+});
+afterAll(async () => {
+  if (fleet) await closeFleet(fleet);
+});
+
+async function submit(ep: string, input: unknown, policy?: unknown): Promise<string> {
+  const res = await fleet.api('POST', `/v2/${ep}/run`, policy ? { input, policy } : { input });
+  expect(res.status, res.text).toBe(200);
+  return res.json.id as string;
+}
+
+/** Poll /status until the job's queueReason has `reason`; returns that status body. */
+async function reasonOf(ep: string, id: string, reason: string, ms = 10_000): Promise<any> {
+  let last: any;
+  await waitUntil(
+    async () => {
+      last = await fleet.status(ep, id);
+      return last.queueReason?.reason === reason;
+    },
+    ms,
+    () => `queueReason ${reason}; last status ${JSON.stringify(last)}`,
+  );
+  return last;
+}
+
+describe('queueReason on /status', () => {
+  it('max-workers-zero: no worker will ever start', async () => {
+    const ep = await fleet.endpoint({ workersMax: 0 });
+    const id = await submit(ep, {});
+    const body = await reasonOf(ep, id, 'max-workers-zero');
+    expect(body.status).toBe('IN_QUEUE');
+    expect(body.queueReason.message).toMatch(/workersMax is 0/);
+    expect((await fleet.health(ep)).scaling.reason).toBe('max-workers-zero');
+  });
+
+  it('low-priority-waiting: a lowPriority job alone does not start a worker; a normal job does, and both run', async () => {
+    const ep = await fleet.endpoint();
+    const low = await submit(ep, { n: 'low' }, { lowPriority: true });
+    const body = await reasonOf(ep, low, 'low-priority-waiting');
+    expect(body.queueReason.message).toMatch(/lowPriority/);
+    expect(fleet.pids()).toEqual([]);
+    const normal = await submit(ep, { n: 'normal' });
+    expect((await fleet.waitJob(ep, normal)).status).toBe('COMPLETED');
+    expect((await fleet.waitJob(ep, low)).status).toBe('COMPLETED');
+  });
+
+  it('scaling-up: a worker was started but has not called in yet', async () => {
+    const ep = await fleet.endpoint({}, { dockerStartCmd: ['node', '-e', 'setTimeout(() => {}, 30000)'] });
+    const id = await submit(ep, {});
+    const body = await reasonOf(ep, id, 'scaling-up');
+    expect(body.queueReason.message).toMatch(/starting/);
+    expect((await fleet.api('POST', `/v2/${ep}/cancel/${id}`)).json.status).toBe('CANCELLED');
+    await fleet.api('PATCH', `/v1/endpoints/${ep}`, { workersMax: 0 });
+  });
+
+  it('crash-loop: workers that die on start report the last error', async () => {
+    const ep = await fleet.endpoint(
+      {},
+      { dockerStartCmd: ['node', '-e', 'console.error("cannot import model_xyz"); process.exit(3)'] },
+    );
+    const id = await submit(ep, {});
+    const body = await reasonOf(ep, id, 'crash-loop', 15_000);
+    expect(body.queueReason.message).toMatch(/cannot import model_xyz|exited with code 3/);
+    await fleet.api('PATCH', `/v1/endpoints/${ep}`, { workersMax: 0 });
+  });
+
+  it('never-placeable: a GPU endpoint on a machine without GPUs', async () => {
+    const ep = await fleet.endpoint({ computeType: 'GPU', gpuTypeIds: ['NVIDIA A40'], gpuCount: 1 });
+    const id = await submit(ep, {});
+    const body = await reasonOf(ep, id, 'never-placeable');
+    expect(body.queueReason.message).toBeTruthy();
+  });
+
+  it('max-workers-reached while the only worker is busy; no queueReason once the job runs or finishes', async () => {
+    const ep = await fleet.endpoint({ workersMax: 1 });
+    const busy = await submit(ep, { sleepMs: 4000 });
+    await waitUntil(async () => (await fleet.status(ep, busy)).status === 'IN_PROGRESS', 10_000);
+    const waiting = await submit(ep, { n: 2 });
+    const body = await reasonOf(ep, waiting, 'max-workers-reached');
+    expect(body.queueReason.message).toMatch(/workersMax/);
+    const running = await fleet.status(ep, busy);
+    expect(running.queueReason).toBeUndefined();
+    expect((await fleet.waitJob(ep, waiting)).status).toBe('COMPLETED');
+    expect((await fleet.status(ep, waiting)).queueReason).toBeUndefined();
+  });
+});
+
+describe('without a supervisor on the node', () => {
+  it('a queued job has no queueReason', async () => {
+    const t = await startTestServer();
+    try {
+      const ep = await createEndpoint(t);
+      const res = await t.api('POST', `/v2/${ep}/run`, { input: {} });
+      const status = await t.api('GET', `/v2/${ep}/status/${res.json.id}`);
+      expect(status.json.status).toBe('IN_QUEUE');
+      expect(status.json).not.toHaveProperty('queueReason');
+    } finally {
+      await t.close();
+    }
+  });
+});

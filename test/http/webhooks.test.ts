@@ -1,0 +1,322 @@
+import { createHmac } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createEndpoint, protocolWorker, startTestServer, TestClock, type TestServer } from '../helpers/server.ts';
+
+/** Webhooks (interface §6, DESIGN.md §3 "Webhooks", docs/webhooks.md) against a real receiver on loopback. */
+
+interface Received {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+/**
+ * A webhook receiver: /ok answers 200, /fail 500, /hang never answers, /redirect 302, /switch `switchStatus`
+ * (0: no answer).
+ */
+class Receiver {
+  readonly received: Received[] = [];
+  switchStatus = 500;
+  private server: Server | undefined;
+  private port = 0;
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (chunk: string) => (body += chunk));
+      req.on('end', () => {
+        const path = (req.url ?? '/').split('?')[0]!;
+        this.received.push({ path, headers: req.headers, body, at: Date.now() });
+        if (path === '/ok') res.writeHead(200).end('thanks');
+        else if (path === '/fail') res.writeHead(500).end('nope');
+        else if (path === '/redirect') res.writeHead(302, { location: '/ok' }).end();
+        else if (path === '/switch' && this.switchStatus > 0) res.writeHead(this.switchStatus).end();
+        // /hang: no answer at all.
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    const address = this.server.address();
+    this.port = typeof address === 'object' && address ? address.port : 0;
+  }
+
+  url(path: string): string {
+    return `http://127.0.0.1:${this.port}${path}`;
+  }
+
+  forJob(jobId: string): Received[] {
+    return this.received.filter((r) => r.headers['x-wharf-job-id'] === jobId);
+  }
+
+  async close(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+  }
+}
+
+const RETRY_MS = 300;
+const TIMEOUT_MS = 700;
+
+let t: TestServer;
+const clock = new TestClock();
+const receiver = new Receiver();
+let workerSeq = 0;
+
+beforeAll(async () => {
+  await receiver.start();
+  t = await startTestServer(
+    { webhookRetryDelayMs: RETRY_MS, webhookTimeoutMs: TIMEOUT_MS, sweepIntervalMs: 50, takeWaitMs: 500 },
+    { clock },
+  );
+});
+afterAll(async () => {
+  await t?.close();
+  await receiver.close();
+});
+
+async function submit(s: TestServer, endpointId: string, webhook: string, policy?: unknown): Promise<string> {
+  const res = await s.api('POST', `/v2/${endpointId}/run`, { input: { n: 1 }, webhook, ...(policy ? { policy } : {}) });
+  expect(res.status, res.text).toBe(200);
+  return res.json.id as string;
+}
+
+/** Submit, take and finish one job with the given worker post; returns the job id. */
+async function finished(s: TestServer, endpointId: string, webhook: string, post: unknown): Promise<string> {
+  const id = await submit(s, endpointId, webhook);
+  const w = protocolWorker(s, endpointId, `w-hook-${++workerSeq}`);
+  expect((await w.take()).json.id).toBe(id);
+  expect((await w.done(id, post)).status).toBe(200);
+  return id;
+}
+
+async function deliveries(s: TestServer, endpointId: string, jobId: string): Promise<any[]> {
+  const res = await s.api('GET', `/v2/${endpointId}/webhooks/${jobId}`);
+  expect(res.status, res.text).toBe(200);
+  return res.json.deliveries;
+}
+
+/** The documented check (docs/webhooks.md): HMAC-SHA256 over "<timestamp>.<raw body>" with the secret. */
+function signatureOk(secret: string, r: Received): boolean {
+  const expected = `sha256=${createHmac('sha256', secret).update(`${r.headers['x-wharf-timestamp']}.${r.body}`).digest('hex')}`;
+  return r.headers['x-wharf-signature'] === expected;
+}
+
+async function secretOf(s: TestServer): Promise<string> {
+  const res = await s.api('GET', '/v1/webhook-secret');
+  expect(res.status, res.text).toBe(200);
+  return res.json.secret as string;
+}
+
+describe('delivery on every final state', () => {
+  it('COMPLETED: one POST with the /status body, the headers, and a signature that verifies', async () => {
+    const ep = await createEndpoint(t);
+    const id = await finished(t, ep, receiver.url('/ok'), { output: { answer: 42, text: 'hé ✓' } });
+    await vi.waitFor(() => expect(receiver.forJob(id)).toHaveLength(1));
+    const [r] = receiver.forJob(id);
+
+    const status = await t.api('GET', `/v2/${ep}/status/${id}`);
+    expect(r!.body).toBe(status.text);
+    expect(JSON.parse(r!.body)).toMatchObject({ id, status: 'COMPLETED', output: { answer: 42, text: 'hé ✓' } });
+    expect(r!.headers['content-type']).toMatch(/^application\/json/);
+    expect(r!.headers['x-wharf-attempt']).toBe('1');
+    expect(r!.headers['x-wharf-delivery-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(Number(r!.headers['x-wharf-timestamp'])).toBeGreaterThan(1_600_000_000);
+    expect(signatureOk(await secretOf(t), r!)).toBe(true);
+    expect(signatureOk('whsec_wrong', r!)).toBe(false);
+
+    const [d] = await deliveries(t, ep, id);
+    expect(d).toMatchObject({ id: r!.headers['x-wharf-delivery-id'], state: 'delivered', jobStatus: 'COMPLETED' });
+    expect(d.attempts).toEqual([
+      { attempt: 1, at: expect.any(String), durationMs: expect.any(Number), statusCode: 200, error: null },
+    ]);
+    // Delivered once: nothing more arrives.
+    await new Promise((resolve) => setTimeout(resolve, RETRY_MS * 2));
+    expect(receiver.forJob(id)).toHaveLength(1);
+    // And the attempt is counted in the metrics.
+    const metrics = await t.api('GET', '/metrics');
+    expect(metrics.text).toContain(`wharf_webhook_attempts_total{endpoint="${ep}",outcome="delivered"} 1`);
+  });
+
+  it('FAILED', async () => {
+    const ep = await createEndpoint(t);
+    const id = await finished(t, ep, receiver.url('/ok'), { error: 'handler blew up' });
+    await vi.waitFor(() => expect(receiver.forJob(id)).toHaveLength(1));
+    const body = JSON.parse(receiver.forJob(id)[0]!.body);
+    expect(body).toMatchObject({ id, status: 'FAILED', error: 'handler blew up' });
+    expect(receiver.forJob(id)[0]!.body).toBe((await t.api('GET', `/v2/${ep}/status/${id}`)).text);
+  });
+
+  it('CANCELLED', async () => {
+    const ep = await createEndpoint(t);
+    const id = await submit(t, ep, receiver.url('/ok'));
+    expect((await t.api('POST', `/v2/${ep}/cancel/${id}`)).json.status).toBe('CANCELLED');
+    await vi.waitFor(() => expect(receiver.forJob(id)).toHaveLength(1));
+    expect(JSON.parse(receiver.forJob(id)[0]!.body)).toEqual({ id, status: 'CANCELLED' });
+  });
+
+  it('TIMED_OUT (by the sweep)', async () => {
+    const ep = await createEndpoint(t);
+    const id = await submit(t, ep, receiver.url('/ok'), { executionTimeout: 5000 });
+    expect((await protocolWorker(t, ep, `w-hook-${++workerSeq}`).take()).json.id).toBe(id);
+    clock.advance(6000);
+    await vi.waitFor(() => expect(receiver.forJob(id)).toHaveLength(1));
+    const r = receiver.forJob(id)[0]!;
+    expect(JSON.parse(r.body)).toMatchObject({ id, status: 'TIMED_OUT' });
+    expect(r.body).toBe((await t.api('GET', `/v2/${ep}/status/${id}`)).text);
+  });
+
+  it('a job without a webhook has no delivery; an unknown job is 404', async () => {
+    const ep = await createEndpoint(t);
+    const res = await t.api('POST', `/v2/${ep}/run`, { input: {} });
+    expect(await deliveries(t, ep, res.json.id)).toEqual([]);
+    const missing = await t.api('GET', `/v2/${ep}/webhooks/no-such-job-e1`);
+    expect(missing.status).toBe(404);
+    expect(missing.json.code).toBe('JOB_NOT_FOUND');
+  });
+});
+
+describe('retries and timeouts', () => {
+  it('a non-200 answer is retried 2 more times, RETRY_MS apart, then given up; every attempt is listed', async () => {
+    const ep = await createEndpoint(t);
+    const id = await finished(t, ep, receiver.url('/fail'), { output: 'x' });
+    await vi.waitFor(() => expect(receiver.forJob(id)).toHaveLength(3), { timeout: 5000 });
+    const got = receiver.forJob(id);
+    expect(got.map((r) => r.headers['x-wharf-attempt'])).toEqual(['1', '2', '3']);
+    // One delivery: the same id on every attempt, so receivers can de-duplicate.
+    expect(new Set(got.map((r) => r.headers['x-wharf-delivery-id'])).size).toBe(1);
+    for (let i = 1; i < got.length; i++) expect(got[i]!.at - got[i - 1]!.at).toBeGreaterThanOrEqual(RETRY_MS - 20);
+
+    await vi.waitFor(async () => expect((await deliveries(t, ep, id))[0].state).toBe('failed'));
+    const [d] = await deliveries(t, ep, id);
+    expect(d.attempts.map((a: any) => [a.attempt, a.statusCode])).toEqual([
+      [1, 500],
+      [2, 500],
+      [3, 500],
+    ]);
+    expect(d.attempts[0].error).toMatch(/500/);
+    await new Promise((resolve) => setTimeout(resolve, RETRY_MS * 3));
+    expect(receiver.forJob(id)).toHaveLength(3);
+  });
+
+  it('redirects are not followed', async () => {
+    const ep = await createEndpoint(t);
+    const id = await finished(t, ep, receiver.url('/redirect'), { output: 'x' });
+    await vi.waitFor(async () => expect((await deliveries(t, ep, id))[0]?.attempts.length).toBeGreaterThanOrEqual(1));
+    const [d] = await deliveries(t, ep, id);
+    expect(d.attempts[0]).toMatchObject({ statusCode: 302, error: expect.stringMatching(/redirect/) });
+    expect(receiver.forJob(id).every((r) => r.path === '/redirect')).toBe(true);
+  });
+
+  it('a hanging receiver is cut off after the timeout while other deliveries keep flowing', async () => {
+    const ep = await createEndpoint(t);
+    const hung = await finished(t, ep, receiver.url('/hang'), { output: 'slow' });
+    await vi.waitFor(() => expect(receiver.forJob(hung)).toHaveLength(1));
+    const quick = await finished(t, ep, receiver.url('/ok'), { output: 'fast' });
+    await vi.waitFor(() => expect(receiver.forJob(quick)).toHaveLength(1), { timeout: TIMEOUT_MS / 2 });
+    // The hanging attempt is still open while the other job was delivered.
+    expect((await deliveries(t, ep, hung))[0].attempts).toEqual([]);
+
+    await vi.waitFor(async () => expect((await deliveries(t, ep, hung))[0].attempts.length).toBeGreaterThanOrEqual(1));
+    const first = (await deliveries(t, ep, hung))[0].attempts[0];
+    expect(first.statusCode).toBeNull();
+    expect(first.error).toMatch(new RegExp(`no answer within ${TIMEOUT_MS} ms`));
+    expect(first.durationMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+    expect(first.durationMs).toBeLessThan(TIMEOUT_MS + 1000);
+  });
+});
+
+describe('the signing secret', () => {
+  it('is read with GET and rotated with POST; later deliveries use the new one', async () => {
+    const before = await secretOf(t);
+    expect(before).toMatch(/^whsec_/);
+    const rotated = await t.api('POST', '/v1/webhook-secret');
+    expect(rotated.status).toBe(200);
+    expect(rotated.json.secret).not.toBe(before);
+    expect(await secretOf(t)).toBe(rotated.json.secret);
+
+    const ep = await createEndpoint(t);
+    const id = await finished(t, ep, receiver.url('/ok'), { output: 1 });
+    await vi.waitFor(() => expect(receiver.forJob(id)).toHaveLength(1));
+    expect(signatureOk(rotated.json.secret, receiver.forJob(id)[0]!)).toBe(true);
+    expect(signatureOk(before, receiver.forJob(id)[0]!)).toBe(false);
+  });
+
+  it('needs a key of scope all', async () => {
+    const { key } = await t.server.accounts.createKey(t.server.adminUserId, 'reader', 'read');
+    const res = await t.api('GET', '/v1/webhook-secret', undefined, { key });
+    expect(res.status).toBe(401);
+    expect(res.json.code).toBe('FORBIDDEN');
+  });
+});
+
+describe('restart', () => {
+  it('a delivery pending between attempts survives a restart and completes on the new server', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-hooks-'));
+    const config = { dataDir, webhookRetryDelayMs: 1500, webhookTimeoutMs: TIMEOUT_MS, takeWaitMs: 500 };
+    try {
+      receiver.switchStatus = 500;
+      const first = await startTestServer(config);
+      const secret = await secretOf(first);
+      const ep = await createEndpoint(first);
+      const id = await finished(first, ep, receiver.url('/switch'), { output: 'survives' });
+      await vi.waitFor(async () => expect((await deliveries(first, ep, id))[0]?.attempts).toHaveLength(1));
+      await first.close(); // mid-retry: attempt 2 is due in 1.5 s
+
+      receiver.switchStatus = 200;
+      const second = await startTestServer(config);
+      try {
+        await vi.waitFor(async () => expect((await deliveries(second, ep, id))[0].state).toBe('delivered'), {
+          timeout: 5000,
+        });
+        const [d] = await deliveries(second, ep, id);
+        expect(d.attempts.map((a: any) => [a.attempt, a.statusCode])).toEqual([
+          [1, 500],
+          [2, 200],
+        ]);
+        const got = receiver.forJob(id);
+        expect(got.map((r) => r.headers['x-wharf-attempt'])).toEqual(['1', '2']);
+        expect(got[1]!.body).toBe(got[0]!.body);
+        expect(signatureOk(secret, got[1]!)).toBe(true);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('an attempt cut off by a shutdown is not counted and is made again after the restart', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-hooks-'));
+    const config = { dataDir, webhookTimeoutMs: 5000, takeWaitMs: 500 };
+    try {
+      receiver.switchStatus = 0; // hang
+      const first = await startTestServer(config);
+      const ep = await createEndpoint(first);
+      const id = await finished(first, ep, receiver.url('/switch'), { output: 'cut' });
+      await vi.waitFor(() => expect(receiver.forJob(id)).toHaveLength(1));
+      await first.close(); // waits up to 1 s for the attempt, then cuts it off and hands the delivery back
+
+      receiver.switchStatus = 200;
+      const second = await startTestServer(config);
+      try {
+        await vi.waitFor(async () => expect((await deliveries(second, ep, id))[0].state).toBe('delivered'), {
+          timeout: 5000,
+        });
+        const [d] = await deliveries(second, ep, id);
+        expect(d.attempts.map((a: any) => [a.attempt, a.statusCode])).toEqual([[1, 200]]);
+        const got = receiver.forJob(id);
+        expect(got.map((r) => r.headers['x-wharf-attempt'])).toEqual(['1', '1']);
+        expect(got[1]!.headers['x-wharf-delivery-id']).toBe(got[0]!.headers['x-wharf-delivery-id']);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,147 @@
+/**
+ * Store contract for webhook deliveries (src/store/types-webhooks.ts): every backend runs these unchanged.
+ * The key property: a final transition of a job with a webhook and its delivery row commit together.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ENDPOINT_DEFAULTS, type Endpoint } from '../../src/domain/index.ts';
+import type { Store } from '../../src/store/index.ts';
+import { newJob, worker } from './contract.ts';
+
+const T0 = 1_700_000_000_000;
+const HOOK = 'http://127.0.0.1:9/hook';
+const DONE = { status: 'COMPLETED', outputJson: '{"ok":1}', errorJson: null, stopPod: false } as const;
+
+export function webhookStoreContract(name: string, open: () => Promise<Store>): void {
+  describe(`Store contract (webhooks): ${name}`, () => {
+    let store: Store;
+    const ep = 'ephooks0000001';
+
+    beforeEach(async () => {
+      store = await open();
+      await store.migrate();
+      await store.createUser({ id: 'u1', name: 'a', isAdmin: false, createdAt: T0 });
+      const e: Endpoint = {
+        ...ENDPOINT_DEFAULTS,
+        dataCenterIds: [],
+        id: ep,
+        userId: 'u1',
+        templateId: 't1',
+        version: 1,
+        createdAt: T0,
+      };
+      await store.createEndpoint(e);
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    const submitTaken = async (webhook: string | null, workerId = 'w1') => {
+      const job = await store.submitJob(
+        newJob(ep, { webhook, s3ConfigJson: '{"accessSecret":"s3cr3t"}', createdAt: T0 }),
+      );
+      await store.upsertWorker(worker(workerId, ep));
+      await store.takeJobs(ep, workerId, 1, T0 + 10);
+      return job;
+    };
+
+    it('finishJob enqueues one pending delivery with the job as it finished, without input or s3Config', async () => {
+      const job = await submitTaken(HOOK);
+      await store.finishJob(ep, job.id, 'w1', DONE, T0 + 100);
+      const [d, ...rest] = await store.listWebhookDeliveries(ep, job.id);
+      expect(rest).toEqual([]);
+      expect(d).toMatchObject({
+        jobId: job.id,
+        endpointId: ep,
+        userId: 'u1',
+        url: HOOK,
+        state: 'pending',
+        attempts: 0,
+        nextAttemptAt: T0 + 100,
+        createdAt: T0 + 100,
+        finishedAt: null,
+        attemptLog: [],
+      });
+      expect(d!.job).toMatchObject({ id: job.id, status: 'COMPLETED', outputJson: '{"ok":1}', completedAt: T0 + 100 });
+      expect(JSON.stringify(d!.job)).not.toContain('s3cr3t');
+      expect(d!.job.inputJson).toBe('null');
+      // A refused (stale) second result adds nothing.
+      await store.finishJob(ep, job.id, 'w1', DONE, T0 + 200);
+      expect(await store.listWebhookDeliveries(ep, job.id)).toHaveLength(1);
+    });
+
+    it('jobs without a webhook, progress and requeues enqueue nothing', async () => {
+      const plain = await submitTaken(null);
+      await store.recordProgress(ep, plain.id, 'w1', '"half"', T0 + 50);
+      await store.finishJob(ep, plain.id, 'w1', DONE, T0 + 100);
+      expect(await store.listWebhookDeliveries(ep, plain.id)).toEqual([]);
+      const hooked = await submitTaken(HOOK, 'w2');
+      const sweep = await store.releaseWorkerJobs('w2', T0 + 100, 3, 'lost');
+      expect(sweep.requeued.map((j) => j.id)).toEqual([hooked.id]);
+      expect(await store.listWebhookDeliveries(ep, hooked.id)).toEqual([]);
+    });
+
+    it('cancel, timeout and a lost worker past maxAttempts each enqueue', async () => {
+      const queued = await store.submitJob(newJob(ep, { webhook: HOOK }));
+      await store.cancelJob(ep, queued.id, T0 + 50);
+      await store.cancelJob(ep, queued.id, T0 + 60); // already final: no second delivery
+      const timed = await submitTaken(HOOK, 'w1');
+      await store.timeoutJobs(T0 + 10 + 60_000, 10);
+      const lost = await submitTaken(HOOK, 'w2');
+      const sweep = await store.releaseWorkerJobs('w2', T0 + 100, 1, 'lost');
+      expect(sweep.failed.map((j) => j.id)).toEqual([lost.id]);
+      const lease = await submitTaken(HOOK, 'w3');
+      await store.expireWorkerLeases(T0 + 1_000_000, T0 + 1_000_000, 1);
+
+      const statuses = async (id: string) => (await store.listWebhookDeliveries(ep, id)).map((d) => d.job.status);
+      expect(await statuses(queued.id)).toEqual(['CANCELLED']);
+      expect(await statuses(timed.id)).toEqual(['TIMED_OUT']);
+      expect(await statuses(lost.id)).toEqual(['FAILED']);
+      expect(await statuses(lease.id)).toEqual(['FAILED']);
+    });
+
+    it('claims due deliveries under a lease; records attempts fenced by number; prunes finished ones', async () => {
+      const job = await submitTaken(HOOK);
+      await store.finishJob(ep, job.id, 'w1', DONE, T0 + 100);
+      expect(await store.claimWebhookDeliveries(T0 + 99, 10, 1000)).toEqual([]);
+      const [d] = await store.claimWebhookDeliveries(T0 + 100, 10, 1000);
+      expect(d?.jobId).toBe(job.id);
+      // Claimed: not handed out again until the lease lapses.
+      expect(await store.claimWebhookDeliveries(T0 + 500, 10, 1000)).toEqual([]);
+      expect(await store.claimWebhookDeliveries(T0 + 1100, 10, 1000)).toHaveLength(1);
+
+      const first = { attempt: 1, at: T0 + 1100, durationMs: 5, statusCode: 500, error: 'answered 500' };
+      expect(await store.recordWebhookAttempt(d!.id, first, { state: 'pending', nextAttemptAt: T0 + 2000 })).toBe(true);
+      expect(await store.recordWebhookAttempt(d!.id, first, { state: 'pending', nextAttemptAt: T0 + 2000 })).toBe(
+        false,
+      );
+      const [again] = await store.claimWebhookDeliveries(T0 + 2000, 10, 1000);
+      expect(again?.attempts).toBe(1);
+      await store.releaseWebhookDelivery(d!.id, T0 + 2000);
+      expect(await store.claimWebhookDeliveries(T0 + 2000, 10, 1000)).toHaveLength(1);
+      const second = { attempt: 2, at: T0 + 2000, durationMs: 7, statusCode: 200, error: null };
+      expect(await store.recordWebhookAttempt(d!.id, second, { state: 'delivered', nextAttemptAt: null })).toBe(true);
+      expect(await store.claimWebhookDeliveries(T0 + 99_000, 10, 1000)).toEqual([]);
+
+      const [log] = await store.listWebhookDeliveries(ep, job.id);
+      expect(log).toMatchObject({ state: 'delivered', attempts: 2, finishedAt: T0 + 2007, nextAttemptAt: null });
+      expect(log!.attemptLog).toEqual([first, second]);
+      expect(await store.pruneWebhookDeliveries(T0 + 2007, 10)).toBe(0);
+      expect(await store.pruneWebhookDeliveries(T0 + 2008, 10)).toBe(1);
+      expect(await store.listWebhookDeliveries(ep, job.id)).toEqual([]);
+    });
+
+    it('sets the webhook secret, keeping an existing one when asked and other user fields always', async () => {
+      expect(await store.setWebhookSecret('nobody', 'whsec_x', true)).toBeNull();
+      expect(await store.setWebhookSecret('u1', 'whsec_a', true)).toBe('whsec_a');
+      expect(await store.setWebhookSecret('u1', 'whsec_b', true)).toBe('whsec_a');
+      expect(await store.setWebhookSecret('u1', 'whsec_c', false)).toBe('whsec_c');
+      expect(await store.getUser('u1')).toEqual({
+        id: 'u1',
+        name: 'a',
+        isAdmin: false,
+        createdAt: T0,
+        webhookSecret: 'whsec_c',
+      });
+    });
+  });
+}

@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { DATA_CENTER_IDS } from '../../src/domain/index.ts';
+import {
+  countryOf,
+  dataCentersToLocations,
+  joinArgs,
+  locationsToDataCenters,
+  portsFromString,
+  splitArgs,
+} from '../../src/http/graphql/convert.ts';
+import { buildWharfSchema } from '../../src/http/graphql/schema.ts';
+
+describe('dockerArgs ↔ argv', () => {
+  it('splits like a shell for words and quotes', () => {
+    expect(splitArgs('f', '')).toEqual([]);
+    expect(splitArgs('f', '  python  -u handler.py ')).toEqual(['python', '-u', 'handler.py']);
+    expect(splitArgs('f', `a "b c" 'd "e"' f\\ g "h\\"i" ""`)).toEqual(['a', 'b c', 'd "e"', 'f g', 'h"i', '']);
+    expect(() => splitArgs('dockerArgs', 'a "b')).toThrow(/dockerArgs has an unterminated quote/);
+  });
+
+  it('joins so that splitting gives the same argv back', () => {
+    for (const argv of [[], ['python', '-u', 'x.py'], ['a b', 'c"d', "e'f", 'g\\h', '', '--x=1']]) {
+      expect(splitArgs('f', joinArgs(argv))).toEqual(argv);
+    }
+    expect(joinArgs(['node', 'worker.ts', 'hello world'])).toBe('node worker.ts "hello world"');
+  });
+});
+
+describe('locations ↔ data centers', () => {
+  it('knows the country of every data center', () => {
+    expect(DATA_CENTER_IDS.map(countryOf).every((c) => /^[A-Z]{2}$/.test(c))).toBe(true);
+    expect([countryOf('US-TX-3'), countryOf('EU-RO-1'), countryOf('EUR-IS-1'), countryOf('CA-MTL-1')]).toEqual([
+      'US',
+      'RO',
+      'IS',
+      'CA',
+    ]);
+  });
+
+  it('expands country codes, keeps data center ids, and reads countries back', () => {
+    const us = locationsToDataCenters('locations', 'us');
+    expect(us.length).toBeGreaterThan(5);
+    expect(us.every((dc) => dc.startsWith('US-'))).toBe(true);
+    expect(dataCentersToLocations(us)).toBe('US');
+    expect(dataCentersToLocations(locationsToDataCenters('l', 'US-TX-3, EU-RO-1'))).toBe('US-TX-3,RO');
+    expect(locationsToDataCenters('l', '')).toEqual([]);
+    expect(dataCentersToLocations([])).toBeNull();
+    expect(dataCentersToLocations([...DATA_CENTER_IDS])).toBeNull();
+    expect(() => locationsToDataCenters('locations', 'GB')).toThrow(/locations entry 'GB'/);
+  });
+});
+
+describe('ports', () => {
+  it('parses the comma string', () => {
+    expect(portsFromString('p', '8888/http, 22/tcp,')).toEqual(['8888/http', '22/tcp']);
+    expect(() => portsFromString('ports', '8888/udp')).toThrow(/ports entry '8888\/udp'/);
+  });
+});
+
+describe('schema', () => {
+  it('builds with every resolver attached to a field of the SDL', () => {
+    const schema = buildWharfSchema();
+    expect(schema.getMutationType()?.getFields()['saveEndpoint']?.resolve).toBeTypeOf('function');
+  });
+});

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+
+import { WharfError } from '../../src/errors/index.ts';
+import { answerOf, hasDone, openAiErrorBody, sseOfChunk } from '../../src/http/openai/sse.ts';
+
+describe('OpenAI route: worker output to HTTP', () => {
+  it('unwraps the one-element list vLLM workers answer with; passes anything else through', () => {
+    expect(answerOf('[{"object":"chat.completion"}]')).toEqual({ status: 200, body: '{"object":"chat.completion"}' });
+    expect(answerOf('{"object":"list","data":[]}')).toEqual({ status: 200, body: '{"object":"list","data":[]}' });
+    expect(answerOf('[1,2]')).toEqual({ status: 200, body: '[1,2]' });
+    expect(answerOf('null')).toBeNull();
+    expect(answerOf('[]')).toEqual({ status: 200, body: '[]' });
+  });
+
+  it("keeps the status of vLLM's own error object", () => {
+    const res = answerOf('[{"object":"error","message":"bad model","type":"NotFoundError","param":null,"code":404}]');
+    expect(res?.status).toBe(404);
+    expect(JSON.parse(res!.body)).toEqual({
+      error: { message: 'bad model', type: 'NotFoundError', param: null, code: 404 },
+    });
+    expect(answerOf('{"object":"error","message":"x"}')?.status).toBe(400);
+  });
+
+  it('turns stream chunks into SSE: strings as they are, objects as data lines, lists of either', () => {
+    expect(sseOfChunk('{"output":"data: {\\"a\\":1}\\n\\n"}')).toBe('data: {"a":1}\n\n');
+    expect(sseOfChunk('{"output":"data: {\\"a\\":1}"}')).toBe('data: {"a":1}\n\n');
+    expect(sseOfChunk('{"output":{"a":1}}')).toBe('data: {"a":1}\n\n');
+    expect(sseOfChunk('{"output":[{"a":1},"data: [DONE]\\n\\n"]}')).toBe('data: {"a":1}\n\ndata: [DONE]\n\n');
+    expect(sseOfChunk('{"metrics":{}}')).toBe('');
+    expect(sseOfChunk('not json')).toBe('');
+    expect(hasDone('data: {"a":1}\n\ndata: [DONE]\n\n')).toBe(true);
+    expect(hasDone('data: {"text":"data: [DONE] inside"}\n\n')).toBe(false);
+  });
+
+  it('answers errors in the OpenAI shape with the Wharf code', () => {
+    const body = JSON.parse(openAiErrorBody(new WharfError('UNAUTHORIZED')));
+    expect(body).toEqual({
+      error: { message: 'Missing or invalid API key', type: 'authentication_error', param: null, code: 'UNAUTHORIZED' },
+    });
+  });
+});
