@@ -18,6 +18,8 @@ export const accountResolvers: ResolverMap = {
     email: () => null,
     pubKey: (u: User) => u.pubKey ?? '',
     endpoints: (_: User, _a: unknown, ctx: GqlContext) => ctx.deps.resources.listEndpoints(ctx.user.id),
+    endpoint: async (_: User, args: { id: string }, ctx: GqlContext) =>
+      (await ctx.deps.store.getEndpoint(ctx.user.id, args.id)) ?? null,
     serverlessDiscount: (u: User) => u.serverlessDiscount ?? null,
     podTemplates: async (_: User, _a: unknown, ctx: GqlContext) =>
       (await ctx.deps.resources.listTemplates(ctx.user.id)).map(podTemplateView),
