@@ -1,6 +1,7 @@
 // @ts-check
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import reactHooks from 'eslint-plugin-react-hooks';
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '.wharf/**', 'coverage/**', 'console/dist/**', 'dist/**'] },
@@ -32,6 +33,11 @@ export default tseslint.config(
     // Tests read arbitrary JSON responses; typing every body would add noise, not safety.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
+  {
+    // The web console (React): the rules of hooks.
+    files: ['console/**/*.{ts,tsx}'],
+    ...reactHooks.configs.flat.recommended,
   },
   {
     files: ['**/*.js'],

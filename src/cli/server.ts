@@ -27,9 +27,9 @@ import {
   type Executor,
   type Gpu,
 } from '../fleet/index.ts';
-import { buildApp } from '../http/index.ts';
+import { buildApp, WINDOW_MS } from '../http/index.ts';
 import { WharfMetrics } from '../metrics/index.ts';
-import { openSqliteStore, type Store } from '../store/index.ts';
+import { openPostgresStore, openSqliteStore, type PostgresStore, type Store } from '../store/index.ts';
 import { WebhookDeliverer } from '../webhooks/index.ts';
 
 export interface WharfServer {
@@ -59,16 +59,27 @@ export interface StartOptions {
   logStream?: { write(line: string): void };
 }
 
-function openStore(config: Config): Store {
-  if (config.store === 'sqlite') return openSqliteStore({ path: join(resolve(config.dataDir), 'wharf.db') });
-  throw new Error(`store ${config.store} is not supported by this build (use sqlite)`);
+/** SQLite in the data directory (one node), or a shared PostgreSQL: any number of nodes (docs/multinode.md). */
+function openStore(config: Config): { store: Store; pg: PostgresStore | null } {
+  if (config.store === 'sqlite') {
+    return { store: openSqliteStore({ path: join(resolve(config.dataDir), 'wharf.db') }), pg: null };
+  }
+  if (/^postgres(ql)?:\/\//.test(config.store)) {
+    // Every node must open the registry credentials another node sealed: a per-node generated key cannot.
+    if (!config.secretKey) {
+      throw new Error('--store postgres://… needs --secret-key / WHARF_SECRET_KEY, the same on every node');
+    }
+    const pg = openPostgresStore({ url: config.store });
+    return { store: pg, pg };
+  }
+  throw new Error(`store ${config.store} is not supported (use sqlite or a postgres:// URL)`);
 }
 
 /** Assemble store, engine, fleet and HTTP app from a validated config and start listening. */
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<WharfServer> {
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const store = openStore(config);
+  const { store, pg } = openStore(config);
   await store.migrate();
 
   const clock = opts.clock ?? monotonicWallClock();
@@ -86,8 +97,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     maxAttempts: config.maxAttempts,
   });
   const accounts = new Accounts(store);
-  const executor: Executor | null =
-    config.executor === 'process' ? new ProcessExecutor({ stateDir: join(dataDir, 'workers') }) : null;
+  // Executor warnings (a limit the host cannot enforce) go to the server's log once it exists.
+  let executorWarning = (message: string): void => void process.stderr.write(`${message}\n`);
+  const executor = await createExecutor(config, dataDir, store, (message) => executorWarning(message));
   const resources = new Resources(store, (image) => executor?.validateImage(image) ?? null);
   const volumes = new Volumes(store, join(dataDir, 'volumes'), clock);
   const registryAuths = new RegistryAuths(store, new SecretBox(loadSecretKey(config.secretKey, dataDir)));
@@ -97,9 +109,23 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const fleetStatus = (id: string) => supervisor?.status(id) ?? { throttled: 0, reason: null, message: null };
   const metrics = new WharfMetrics({ store, engine, fleetStatus });
   metrics.start();
-  const { admin, generatedKey } = await accounts.bootstrapAdmin(config.adminKey);
+  // Multi-node: one leader at a time runs the sweeps, the autoscaler and webhook delivery (see the end of this function).
+  const cluster =
+    pg?.cluster({
+      retryMs: 1000,
+      onError: (error) => app.log.warn({ err: error }, 'cluster: PostgreSQL connection problem'),
+      onLeaderChange: (leader) =>
+        app.log.info(
+          leader ? 'this node is now the leader (sweeps, autoscaler, webhooks)' : 'this node is not the leader',
+        ),
+    }) ?? null;
+  const bootstrap = () => accounts.bootstrapAdmin(config.adminKey);
+  // Nodes starting together must not each create an admin user (and each print a key).
+  const { admin, generatedKey } = cluster ? await cluster.exclusive('bootstrap', bootstrap) : await bootstrap();
   if (generatedKey) writeAdminKey(dataDir, generatedKey);
 
+  // Set when close() begins: the app then refuses new work (http/app.ts registerDrain).
+  let draining = false;
   const app = buildApp(
     {
       store,
@@ -119,15 +145,22 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       logLevel: opts.silent ? 'silent' : config.logLevel,
       ...(opts.logStream ? { logStream: opts.logStream } : {}),
       ready: () => store.ping(),
+      draining: () => draining,
+      ...(cluster ? { readyInfo: () => ({ leader: cluster.isLeader }) } : {}),
       metricsAuth: config.metricsAuth,
       rateLimits: {
         enabled: config.rateLimits === 'on',
         requestsPerWorker: config.requestsPerWorker,
         managementPer10s: config.managementRatePer10s,
         overrides: config.rateLimitOverrides,
+        // Shared counters: a client spreading requests over the nodes gets one budget, not one per node.
+        ...(cluster
+          ? { counter: cluster.rateCounter({ points: Number.MAX_SAFE_INTEGER, durationS: WINDOW_MS / 1000 }) }
+          : {}),
       },
     },
   );
+  executorWarning = (message) => app.log.warn(message);
   const sweeper = new Sweeper(engine, workers, {
     intervalMs: config.sweepIntervalMs,
     leaseMs: config.leaseMs,
@@ -143,9 +176,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   webhooks.onError = (error) => app.log.error({ err: error }, 'webhook delivery failed');
   webhooks.onAttempt = (endpointId, state) => metrics.webhookAttempt(endpointId, state);
 
+  // Before listening: a wake-up published by the first request already reaches the other nodes.
+  await cluster?.bridge(bus);
   await app.listen({ port: config.port, host: config.host });
-  sweeper.start();
-  webhooks.start();
+  if (!cluster) {
+    sweeper.start();
+    webhooks.start();
+  }
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -155,7 +192,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       dataCenterId: config.dataCenterId,
     });
     supervisor = new Supervisor(
-      { store, engine, gateway: workers, accounts, executor, inventory, logs, clock },
+      { store, engine, gateway: workers, accounts, executor, inventory, logs, clock, registryAuths },
       {
         publicUrl: config.publicUrl ?? url.replace('0.0.0.0', '127.0.0.1'),
         pingIntervalMs: config.workerPingIntervalMs,
@@ -170,12 +207,37 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     supervisor.onError = (error) => app.log.error({ err: error }, 'supervisor pass failed');
     supervisor.onColdStart = (endpointId, ms) => metrics.coldStart(endpointId, ms);
     resources.onEndpointChange.add(({ endpoint }) => supervisor?.poke(endpoint.id));
-    await supervisor.start();
+    if (!cluster) await supervisor.start();
+  }
+  if (cluster) {
+    // Workers a previous life of this node started as leader and left behind when it was killed: nobody owns them.
+    await executor?.cleanupOrphans();
+    cluster.elect({
+      gain: async () => {
+        sweeper.start();
+        webhooks.start();
+        await supervisor?.start();
+      },
+      // Each duty stops even when another cannot (a lost database is the usual reason for losing leadership).
+      lose: async () => {
+        const stops = [
+          sweeper.stop(),
+          Promise.resolve(supervisor?.stop()),
+          webhooks.stop({ timeoutMs: Math.min(config.shutdownGraceMs, 1000) }),
+        ];
+        for (const r of await Promise.allSettled(stops)) {
+          if (r.status === 'rejected') app.log.warn({ err: r.reason }, 'stopping a leader duty failed');
+        }
+      },
+    });
   }
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
+      draining = true;
+      // Multi-node: giving up leadership stops the duties below and frees the lock for another node at once.
+      await cluster?.stop();
       await sweeper.stop();
       // Workers first: on SIGTERM they finish running jobs and post results to the still-open server.
       await supervisor?.stop();
@@ -217,6 +279,48 @@ async function gpuList(spec: string, warn: (message: string) => void): Promise<G
     }
   }
   return parseDeclaredGpus(spec);
+}
+
+/** The configured executor (DESIGN.md §3); the Kubernetes client is loaded only when it is the one. */
+async function createExecutor(
+  config: Config,
+  dataDir: string,
+  store: Store,
+  warn: (message: string) => void,
+): Promise<Executor | null> {
+  switch (config.executor) {
+    case 'process':
+      return new ProcessExecutor({ stateDir: join(dataDir, 'workers') });
+    case 'docker': {
+      const { DockerExecutor } = await import('../fleet/executors/docker.ts');
+      return new DockerExecutor({
+        socketPath: config.dockerSocket,
+        nodeId: config.nodeId,
+        stateDir: join(dataDir, 'docker'),
+        network: config.dockerNetwork,
+        memoryMb: config.workerMemoryMb,
+        pull: config.dockerPull,
+        flashbootKeep: config.dockerFlashbootKeep,
+        flashbootKeepMs: config.dockerFlashbootKeepS * 1000,
+        onWarning: warn,
+      });
+    }
+    case 'kubernetes': {
+      const { KubernetesExecutor } = await import('../fleet/executors/kubernetes.ts');
+      return KubernetesExecutor.fromDefaultConfig({
+        namespace: config.kubernetesNamespace,
+        nodeId: config.nodeId,
+        gpuTypeLabel: config.kubernetesGpuTypeLabel,
+        dataCenterLabel: config.kubernetesDataCenterLabel,
+        storageClass: config.kubernetesStorageClass,
+        memoryMb: config.workerMemoryMb,
+        volumeSizeGb: async (id) => (await store.getNetworkVolume(null, id))?.size ?? null,
+        onWarning: warn,
+      });
+    }
+    case 'none':
+      return null;
+  }
 }
 
 /** The generated admin key is written once, readable by the owner only. */

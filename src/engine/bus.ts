@@ -58,6 +58,11 @@ export class Bus {
     for (const settle of [...set]) settle(true);
   }
 
+  /** Wake every waiter without closing (a multi-node bridge reconnected and may have missed wake-ups). */
+  wakeAll(): void {
+    for (const topic of [...this.topics.keys()]) this.deliver(topic);
+  }
+
   onPublish(listener: (topic: string) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -72,7 +77,14 @@ export class Bus {
   /** Release every waiter (shutdown): long polls answer at once. */
   close(): void {
     this.closed = true;
-    for (const topic of [...this.topics.keys()]) this.deliver(topic);
+    // Not woken (false): a long poll answers with what it has now and takes nothing new, e.g. a job-take returns
+    // empty instead of handing a queued job to a worker while the server stops.
+    for (const set of [...this.topics.values()]) for (const settle of [...set]) settle(false);
+  }
+
+  /** Whether close() ran: long polls then return at once. */
+  get isClosed(): boolean {
+    return this.closed;
   }
 }
 

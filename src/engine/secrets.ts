@@ -1,6 +1,16 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
@@ -45,13 +55,39 @@ export function loadSecretKey(configured: string | null, dataDir: string): Buffe
     return key;
   }
   const path = join(dataDir, 'secret.key');
-  try {
-    writeFileSync(path, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  }
+  if (!existsSync(path)) createDurably(path, `${randomBytes(32).toString('base64')}\n`);
   chmodSync(path, 0o600);
   const key = Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
   if (key.length !== 32) throw new Error(`${path} does not hold base64 of 32 bytes`);
   return key;
+}
+
+/**
+ * Create `path` holding `text`, whole or not at all, and durable before it is used: a crash or a file system gone
+ * read-only a moment after the first start must not leave an empty key behind (the server could not start again,
+ * and the secrets sealed with the key would be lost). Written to a temporary file and fsynced, then linked into
+ * place, which fails if another node created the key first (creation stays exclusive), then the directory fsynced.
+ */
+function createDurably(path: string, text: string): void {
+  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const fd = openSync(tmp, 'wx', 0o600);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    linkSync(tmp, path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+  const dir = openSync(dirname(path), 'r');
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
+  }
 }

@@ -1,4 +1,5 @@
 import { LIMITS, type WorkerResult } from '../domain/index.ts';
+import { jsonTooDeep, TOO_DEEP } from '../domain/json.ts';
 import { WharfError } from '../errors/index.ts';
 
 /**
@@ -8,6 +9,7 @@ import { WharfError } from '../errors/index.ts';
 export type WorkerPost = { kind: 'progress'; outputJson: string } | { kind: 'final'; result: WorkerResult };
 
 export function parseWorkerJson(raw: string): Record<string, unknown> {
+  if (jsonTooDeep(raw)) throw new WharfError('VALIDATION_FAILED', { reason: TOO_DEEP });
   let value: unknown;
   try {
     value = JSON.parse(raw);

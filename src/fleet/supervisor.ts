@@ -33,6 +33,8 @@ export interface SupervisorDeps {
   inventory: GpuInventory;
   logs: LogBook;
   clock: Clock;
+  /** Decrypts a template's container registry auth for executors that pull images (Docker, Kubernetes). */
+  registryAuths?: { credentials(userId: string, id: string): Promise<{ username: string; password: string }> };
 }
 
 /** Why an endpoint's queued jobs wait, machine-readable (and a message for people). */
@@ -77,6 +79,8 @@ export class Supervisor {
   private running: Promise<void> | undefined;
   private immediate = false;
   private stopped = true;
+  /** Between start() and stop(): both are idempotent, as a multi-node leader may gain and lose the role repeatedly. */
+  private active = false;
   private unsubscribe: (() => void) | undefined;
   onError: (error: unknown) => void = () => {};
   /** A started worker made its first request `ms` after it was started (metrics). Must not throw. */
@@ -89,6 +93,8 @@ export class Supervisor {
 
   /** Clean up what a previous run left (processes and records), then start reconciling. */
   async start(): Promise<void> {
+    if (this.active) return;
+    this.active = true;
     await this.d.executor.cleanupOrphans();
     for (const w of await this.d.store.listWorkers()) {
       if (!w.managed) continue;
@@ -110,12 +116,18 @@ export class Supervisor {
 
   /** Stop every worker (SIGTERM, then SIGKILL after the grace), hand back their jobs, forget them. */
   async stop(): Promise<void> {
+    if (!this.active) return;
+    this.active = false;
     this.stopped = true;
     this.unsubscribe?.();
     if (this.timer) clearTimeout(this.timer);
     await this.running;
-    await Promise.all([...this.managed.values()].map((m) => this.stopWorker(m, 'server shutting down')));
+    // Every process is stopped even when the store cannot record it (a leader that lost its database).
+    const stops = await Promise.allSettled(
+      [...this.managed.values()].map((m) => this.stopWorker(m, 'server shutting down')),
+    );
     await this.d.executor.stopAll({ graceMs: this.o.graceMs });
+    for (const r of stops) if (r.status === 'rejected') this.onError(r.reason);
   }
 
   status(endpointId: string): FleetStatus {
@@ -366,6 +378,9 @@ export class Supervisor {
     this.managed.set(id, m);
     const volumeId = endpoint.networkVolumeId ?? endpoint.networkVolumeIds[0];
     try {
+      const authId = template.containerRegistryAuthId;
+      const registryAuth =
+        authId && this.d.registryAuths ? await this.d.registryAuths.credentials(endpoint.userId, authId) : undefined;
       m.handle = await this.d.executor.start(
         {
           workerId: id,
@@ -386,7 +401,12 @@ export class Supervisor {
             volumePath: volumeId ? this.o.volumeDir(volumeId) : undefined,
           }),
           gpuIndices: gpu.indices,
-          ...(volumeId ? { volumePath: this.o.volumeDir(volumeId) } : {}),
+          ...(volumeId ? { volumePath: this.o.volumeDir(volumeId), volumeId } : {}),
+          ...(registryAuth ? { registryAuth } : {}),
+          containerDiskInGb: template.containerDiskInGb,
+          flashboot: endpoint.flashboot,
+          gpuTypeId: gpu.gpuTypeId,
+          dataCenterIds: endpoint.dataCenterIds,
         },
         {
           onLog: (stream, line) => {
@@ -447,7 +467,7 @@ export class Supervisor {
     m.stopping = true;
     try {
       await this.d.store.touchWorker(m.id, this.d.clock.now(), { retired: true, reason });
-      await m.handle?.stop({ graceMs: this.o.graceMs });
+      await m.handle?.stop({ graceMs: this.o.graceMs, keep: reason === 'idle-timeout' });
     } finally {
       this.managed.delete(m.id);
       this.d.inventory.release(m.id);

@@ -1,10 +1,12 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { jsonTooDeep, TOO_DEEP } from '../domain/json.ts';
 import { WharfError } from '../errors/index.ts';
 import type { AppDeps } from './context.ts';
+import { registerConsoleRoutes } from './console.ts';
 import { collectRoutes, registerOpenApiRoutes } from './openapi.ts';
 import { registerGraphqlRoutes } from './graphql/route.ts';
 import { registerOpenAiRoutes } from './openai/routes.ts';
-import { registerErrorHandling, sendError } from './plugins/errors.ts';
+import { registerErrorHandling, sendError, sendFrameworkError } from './plugins/errors.ts';
 import { ownMetrics, registerMetricsRoute, registerRequestObservability } from './plugins/observability.ts';
 import { registerRateLimits, type RateLimitSettings } from './plugins/rate-limit.ts';
 import { registerValidation } from './plugins/validation.ts';
@@ -22,11 +24,24 @@ export interface AppOptions {
   logStream?: { write(line: string): void };
   /** Called by /readyz: resolves when the store answers and its schema is current. */
   ready?: () => Promise<void>;
+  /** Extra fields of a ready /readyz answer: in multi-node mode, `{ leader: boolean }` (docs/multinode.md). */
+  readyInfo?: () => Record<string, unknown>;
   /** Rate and concurrency limits (plugins/rate-limit.ts); absent = none. */
   rateLimits?: RateLimitSettings;
   /** /metrics needs an admin key (default true); see docs/observability.md. */
   metricsAuth?: boolean;
+  /** Slow-client limits (default CLIENT_TIMEOUTS); tests shorten them. */
+  clientTimeouts?: typeof CLIENT_TIMEOUTS;
+  /** True once a graceful shutdown began: new work is refused (SHUTTING_DOWN), see `registerDrain`. */
+  draining?: () => boolean;
 }
+
+/**
+ * How long a client may take to send its headers, and its whole request with the body; a slower one gets 408 and
+ * is disconnected (Node checks every `checkEveryMs`). Neither bounds the answer: a long poll may be held 300 s.
+ * 120 s lets a worker post a 20 MB result at about 1.5 Mbit/s.
+ */
+export const CLIENT_TIMEOUTS = { headersMs: 30_000, requestMs: 120_000, checkEveryMs: 5_000 };
 
 /**
  * Bodies are read as text and parsed here, for three reasons: worker result posts carry JSON under a
@@ -41,6 +56,7 @@ function registerBodyParsers(app: FastifyInstance): void {
     const text = body as string;
     keep(request, text);
     if (text.trim() === '') return done(null, undefined);
+    if (jsonTooDeep(text)) return done(new WharfError('VALIDATION_FAILED', { reason: TOO_DEEP }), undefined);
     try {
       done(null, JSON.parse(text));
     } catch (error) {
@@ -55,6 +71,7 @@ function registerBodyParsers(app: FastifyInstance): void {
 }
 
 export function buildApp(deps: AppDeps, opts: AppOptions = {}): FastifyInstance {
+  const timeouts = opts.clientTimeouts ?? CLIENT_TIMEOUTS;
   const app = Fastify({
     logger: {
       level: opts.logLevel ?? 'info',
@@ -64,12 +81,17 @@ export function buildApp(deps: AppDeps, opts: AppOptions = {}): FastifyInstance 
     },
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 1024 * 1024,
-    // Long polls hold requests for up to ~90 s (runsync up to 300 s); the server-side timeouts must outlast them.
-    requestTimeout: 0,
+    // Node's request and headers timeouts bound only the receipt of a request, never the answer (long polls).
+    requestTimeout: timeouts.requestMs,
+    http: { headersTimeout: timeouts.headersMs, connectionsCheckingInterval: timeouts.checkEveryMs },
+    // No idle-socket timeout: a long poll is silent for up to 300 s while it waits.
     connectionTimeout: 0,
     keepAliveTimeout: 65_000,
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true, maxParamLength: 1024 },
-    return503OnClosing: true,
+    // Requests during a shutdown are answered by registerDrain, in the one error shape.
+    return503OnClosing: false,
+    // A bad percent-encoding or an over-long path parameter is refused before routing: same error shape as the rest.
+    frameworkErrors: sendFrameworkError,
   });
   registerValidation(app);
   registerErrorHandling(app);
@@ -78,6 +100,8 @@ export function buildApp(deps: AppDeps, opts: AppOptions = {}): FastifyInstance 
   const metrics = deps.metrics ?? ownMetrics(app, deps);
   registerRequestObservability(app, metrics);
   if (opts.rateLimits) registerRateLimits(app, deps, opts.rateLimits);
+  // The web console's static files (console/dist): registered before the route collector, so not in the OpenAPI.
+  registerConsoleRoutes(app);
   // Before any route: every route registered from here on appears in /v1/openapi.json.
   const routes = collectRoutes(app);
 
@@ -85,6 +109,7 @@ export function buildApp(deps: AppDeps, opts: AppOptions = {}): FastifyInstance 
     reply.header('x-content-type-options', 'nosniff');
     return payload;
   });
+  if (opts.draining) registerDrain(app, opts.draining);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (request, reply) => {
@@ -95,7 +120,7 @@ export function buildApp(deps: AppDeps, opts: AppOptions = {}): FastifyInstance 
       if (schema.current !== schema.latest) {
         throw new Error(`the database schema is at version ${schema.current}; this server needs ${schema.latest}`);
       }
-      return { status: 'ready' };
+      return { status: 'ready', ...opts.readyInfo?.() };
     } catch (error) {
       return sendError(
         reply,
@@ -116,4 +141,29 @@ export function buildApp(deps: AppDeps, opts: AppOptions = {}): FastifyInstance 
   registerOpenApiRoutes(app, routes);
   registerGraphqlRoutes(app, deps);
   return app;
+}
+
+/** Worker posts that finish running work: results, stream chunks, heartbeats, stop orders. */
+const FINISHING = /^\/v2\/[^/]+\/(job-done|job-stream|ping|job-stop)\//;
+/** Reads that hand out work or tell a balancer to send more. */
+const NOT_DURING_DRAIN = /^\/v2\/[^/]+\/(job-take|job-take-batch)\/|^\/readyz/;
+
+/**
+ * Graceful shutdown: from the moment it begins, new work is refused with 503 SHUTTING_DOWN (submissions, changes,
+ * job takes, /readyz), while workers finishing their jobs can still post results and clients can still read. Every
+ * answer then closes its connection, so the server is not kept open by idle keep-alive sockets.
+ */
+function registerDrain(app: FastifyInstance, draining: () => boolean): void {
+  app.addHook('onRequest', async (request, reply) => {
+    if (!draining()) return;
+    reply.header('connection', 'close');
+    const path = request.url.split('?')[0]!;
+    if (FINISHING.test(path)) return;
+    if ((request.method === 'GET' || request.method === 'HEAD') && !NOT_DURING_DRAIN.test(path)) return;
+    throw new WharfError('SHUTTING_DOWN');
+  });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (draining()) reply.header('connection', 'close');
+    return payload;
+  });
 }

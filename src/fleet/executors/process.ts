@@ -322,7 +322,7 @@ async function waitFor(p: Promise<void>, ms: number): Promise<boolean> {
 }
 
 /** Splits a text stream into lines, capping each at MAX_LOG_LINE characters. */
-class LineSplitter {
+export class LineSplitter {
   private buf = '';
   private dropping = false;
   private readonly emit: (line: string) => void;

@@ -20,6 +20,18 @@ export interface WorkerSpec {
   gpuIndices: string[];
   /** The network volume's host path, when the endpoint has one. */
   volumePath?: string;
+  /** The network volume's id (the Kubernetes executor mounts a claim named after it). */
+  volumeId?: string;
+  /** Credentials of the template's container registry auth, for pulling imageName (Docker, Kubernetes). */
+  registryAuth?: { username: string; password: string };
+  /** The template's containerDiskInGb: a limit on the worker's writable filesystem where the executor can set one. */
+  containerDiskInGb?: number;
+  /** The endpoint's flashboot: the executor may keep a stopped worker to restart it instead of creating a new one. */
+  flashboot?: boolean;
+  /** The GPU type the inventory placed the worker on ('' for a CPU worker); Kubernetes selects nodes by it. */
+  gpuTypeId?: string;
+  /** The endpoint's dataCenterIds; Kubernetes restricts placement to nodes labelled with one of them. */
+  dataCenterIds?: string[];
 }
 
 export interface ExecutorHooks {
@@ -32,8 +44,12 @@ export interface ExecutorHooks {
 export interface RunningWorker {
   workerId: string;
   pid?: number;
-  /** Ask the worker to stop (SIGTERM or the executor's equivalent), force it after graceMs; resolves once gone. */
-  stop(opts: { graceMs: number }): Promise<void>;
+  /**
+   * Ask the worker to stop (SIGTERM or the executor's equivalent), force it after graceMs; resolves once gone.
+   * `keep`: the worker is stopped for idleness, so an executor with FlashBoot may keep what it stopped (a stopped
+   * container) to restart it for a later worker of the same endpoint instead of creating one.
+   */
+  stop(opts: { graceMs: number; keep?: boolean }): Promise<void>;
 }
 
 export interface Executor {

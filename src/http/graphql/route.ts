@@ -20,6 +20,7 @@ import {
   type ExecutionResult,
   type GraphQLSchema,
 } from 'graphql';
+import { jsonTooDeep, TOO_DEEP } from '../../domain/json.ts';
 import { WharfError } from '../../errors/index.ts';
 import { sendJson, type AppDeps } from '../context.ts';
 import { authenticate, requireUser } from '../plugins/auth.ts';
@@ -54,8 +55,14 @@ class DocumentCache {
       const errors = validate(this.schema, document, undefined, { maxErrors: 20 });
       prepared = errors.length > 0 ? { errors } : { document };
     } catch (error) {
-      if (!(error instanceof GraphQLError)) throw error;
-      prepared = { errors: [error] };
+      // A document nested a few thousand levels deep overflows the recursive parser and validators.
+      if (error instanceof RangeError && /call stack/i.test(error.message)) {
+        prepared = { errors: [new GraphQLError('The document is nested too deeply')] };
+      } else if (error instanceof GraphQLError) {
+        prepared = { errors: [error] };
+      } else {
+        throw error;
+      }
     }
     if (query.length <= 64 * 1024) {
       if (this.entries.size >= 500) this.entries.delete(this.entries.keys().next().value!);
@@ -69,6 +76,7 @@ function objectOrUndefined(value: unknown, what: string): Record<string, unknown
   let v = value;
   if (typeof v === 'string') {
     if (v.trim() === '') return undefined;
+    if (jsonTooDeep(v)) throw bad(`${what}: ${TOO_DEEP}`);
     try {
       v = JSON.parse(v);
     } catch {

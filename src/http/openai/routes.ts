@@ -82,6 +82,8 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
     }
     if (!isTerminal(final.status)) {
       await cancelQuietly(request, endpoint.id, job.id);
+      // The wait was cut short by a graceful shutdown: the client should retry elsewhere.
+      if (engine.bus.isClosed) throw new WharfError('SHUTTING_DOWN');
       throw new WharfError('OPENAI_TIMEOUT', { seconds: OPENAI_WAIT_MS / 1000, jobId: job.id });
     }
     const answer = final.status === 'COMPLETED' && final.outputJson !== null ? answerOf(final.outputJson) : null;
@@ -127,6 +129,12 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
           break;
         }
         if (res.chunks.length === 0) {
+          // A graceful shutdown released the wait: end the stream with an error event (the loop would spin).
+          if (engine.bus.isClosed) {
+            await cancelQuietly(request, endpointId, jobId);
+            write(`data: ${openAiErrorBody(new WharfError('SHUTTING_DOWN'))}\n\n`);
+            return;
+          }
           if (engine.clock.now() - lastActivity >= OPENAI_WAIT_MS) {
             await cancelQuietly(request, endpointId, jobId);
             const timeout = new WharfError('OPENAI_TIMEOUT', { seconds: OPENAI_WAIT_MS / 1000, jobId });

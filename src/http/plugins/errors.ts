@@ -57,6 +57,14 @@ export function sendError(reply: FastifyReply, error: WharfError): FastifyReply 
   return reply.code(error.status).type('application/json; charset=utf-8').send(JSON.stringify(error.toBody()));
 }
 
+/** Fastify's routing-phase errors (FST_ERR_BAD_URL, FST_ERR_MAX_PARAM_LENGTH), which skip the error handler. */
+export function sendFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const reason =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is too long' : 'the URL is not validly encoded';
+  reply.header('x-content-type-options', 'nosniff');
+  sendError(reply, new WharfError('VALIDATION_FAILED', { reason }));
+}
+
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const wharfError = toWharfError(error, request.id);

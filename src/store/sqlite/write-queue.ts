@@ -101,9 +101,20 @@ const UNAVAILABLE_CODES =
   /SQLITE_(FULL|IOERR|READONLY|CANTOPEN|BUSY|LOCKED|CORRUPT)|disk I\/O|database or disk is full|readonly/i;
 
 function unavailable(error: unknown): WharfError {
-  const reason = error instanceof Error ? error.message : String(error);
-  return new WharfError('STORE_UNAVAILABLE', { reason }, { cause: error });
+  const message = error instanceof Error ? error.message : String(error);
+  return new WharfError(
+    'STORE_UNAVAILABLE',
+    { reason: `${message}${HINTS.find(([re]) => re.test(message))?.[1] ?? ''}` },
+    { cause: error },
+  );
 }
+
+/** What an operator should know about SQLite's terse messages (the server recovers by itself once fixed). */
+const HINTS: Array<[RegExp, string]> = [
+  [/disk is full/i, ' (free space in the data directory; writes resume by themselves)'],
+  [/disk I\/O error/i, " (the data directory's file system may be read-only or failing)"],
+  [/readonly/i, ' (the data directory is read-only)'],
+];
 
 function storageError(error: unknown): unknown {
   if (error instanceof WharfError) return error;

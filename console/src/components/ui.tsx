@@ -1,0 +1,211 @@
+import { Component, useEffect, useId, useRef, useState, type ErrorInfo, type ReactNode } from 'react';
+import { codeOf, isUnauthorized, messageOf } from '../api.ts';
+import { useSessionState } from '../session.tsx';
+
+/** A failure as the server described it (message and code), announced to screen readers. */
+export function ErrorBanner({ error, title, onRetry }: { error: unknown; title?: string; onRetry?: () => void }) {
+  const { session } = useSessionState();
+  if (error === null || error === undefined) return null;
+  const code = codeOf(error);
+  return (
+    <div className="banner banner-error" role="alert">
+      <p>
+        {title ? <strong>{title}: </strong> : null}
+        <span className="error-message">{messageOf(error)}</span>
+        {code ? <code className="error-code">{code}</code> : null}
+      </p>
+      <div className="banner-actions">
+        {onRetry ? (
+          <button type="button" className="button-small" onClick={onRetry}>
+            Retry
+          </button>
+        ) : null}
+        {isUnauthorized(error) && session ? (
+          <button type="button" className="button-small" onClick={session.signOut}>
+            Sign in again
+          </button>
+        ) : null}
+      </div>
+    </div>
+  );
+}
+
+export function Loading({ what }: { what: string }) {
+  return (
+    <p className="muted" role="status">
+      Loading {what}…
+    </p>
+  );
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <p className="empty">{children}</p>;
+}
+
+const TONES: Record<string, string> = {
+  COMPLETED: 'ok',
+  IN_PROGRESS: 'info',
+  IN_QUEUE: 'wait',
+  FAILED: 'bad',
+  TIMED_OUT: 'bad',
+  CANCELLED: 'muted',
+  idle: 'ok',
+  ready: 'ok',
+  running: 'info',
+  initializing: 'wait',
+  throttled: 'wait',
+  standby: 'muted',
+  unhealthy: 'bad',
+  scaling: 'wait',
+  'scaled to zero': 'muted',
+  'no workers': 'muted',
+  all: 'info',
+  read: 'muted',
+  restricted: 'wait',
+  revoked: 'bad',
+  active: 'ok',
+};
+
+export function Badge({ value, label }: { value: string; label?: string }) {
+  return <span className={`badge badge-${TONES[value] ?? 'muted'}`}>{label ?? value.replace('_', ' ')}</span>;
+}
+
+/** A polite live region for "Saved", "Created" and the like. */
+export function Notice({ children }: { children: ReactNode }) {
+  return (
+    <p className="notice" role="status">
+      {children}
+    </p>
+  );
+}
+
+/**
+ * A destructive action in two steps: the first press asks, the second does it (no browser dialog, so it works
+ * the same with a keyboard, a screen reader and in tests).
+ */
+export function ConfirmButton({
+  label,
+  confirmLabel,
+  onConfirm,
+  disabled,
+}: {
+  label: string;
+  confirmLabel?: string;
+  onConfirm: () => void | Promise<void>;
+  disabled?: boolean;
+}) {
+  const [asking, setAsking] = useState(false);
+  const confirmRef = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    if (asking) confirmRef.current?.focus();
+  }, [asking]);
+  if (!asking) {
+    return (
+      <button type="button" className="button-danger button-small" disabled={disabled} onClick={() => setAsking(true)}>
+        {label}
+      </button>
+    );
+  }
+  return (
+    <span className="confirm">
+      <button
+        ref={confirmRef}
+        type="button"
+        className="button-danger button-small"
+        onClick={() => {
+          setAsking(false);
+          void onConfirm();
+        }}
+      >
+        {confirmLabel ?? `Yes, ${label.toLowerCase()}`}
+      </button>
+      <button type="button" className="button-small" onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+    </span>
+  );
+}
+
+/** A labelled form control with its hint and its error, wired with aria-describedby / aria-invalid. */
+export function Field({
+  label,
+  hint,
+  error,
+  children,
+}: {
+  label: string;
+  hint?: ReactNode;
+  error?: string | null | undefined;
+  children: (props: { id: string; 'aria-describedby'?: string; 'aria-invalid'?: boolean }) => ReactNode;
+}) {
+  const id = useId();
+  const hintId = `${id}-hint`;
+  const errorId = `${id}-error`;
+  const describedBy = [hint ? hintId : null, error ? errorId : null].filter(Boolean).join(' ');
+  return (
+    <div className={`field${error ? ' field-invalid' : ''}`}>
+      <label htmlFor={id}>{label}</label>
+      {children({
+        id,
+        ...(describedBy ? { 'aria-describedby': describedBy } : {}),
+        ...(error ? { 'aria-invalid': true } : {}),
+      })}
+      {hint ? (
+        <small id={hintId} className="hint">
+          {hint}
+        </small>
+      ) : null}
+      {error ? (
+        <small id={errorId} className="field-error">
+          {error}
+        </small>
+      ) : null}
+    </div>
+  );
+}
+
+/** Keeps a page from going blank on a rendering bug: shows what broke and a way back. */
+export class ErrorBoundary extends Component<{ children: ReactNode; resetKey?: string }, { error: unknown }> {
+  override state: { error: unknown } = { error: null };
+
+  static getDerivedStateFromError(error: unknown) {
+    return { error };
+  }
+
+  override componentDidCatch(error: unknown, info: ErrorInfo): void {
+    console.error('console page failed', error, info.componentStack);
+  }
+
+  override componentDidUpdate(prev: { resetKey?: string }): void {
+    if (prev.resetKey !== this.props.resetKey && this.state.error !== null) this.setState({ error: null });
+  }
+
+  override render() {
+    if (this.state.error !== null) {
+      return (
+        <div className="banner banner-error" role="alert">
+          <p>
+            <strong>This page failed: </strong>
+            {messageOf(this.state.error)}
+          </p>
+          <button type="button" className="button-small" onClick={() => this.setState({ error: null })}>
+            Try again
+          </button>
+        </div>
+      );
+    }
+    return this.props.children;
+  }
+}
+
+export function Stat({ label, value, hint }: { label: string; value: ReactNode; hint?: string }) {
+  return (
+    <div className="stat">
+      <dt>{label}</dt>
+      <dd>
+        {value}
+        {hint ? <small className="muted"> {hint}</small> : null}
+      </dd>
+    </div>
+  );
+}

@@ -1,0 +1,118 @@
+// Formatting and small computations shared by the pages.
+import { isFinalStatus, type JobSummary } from './types.ts';
+
+export function ms(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '—';
+  if (value < 1000) return `${Math.round(value)} ms`;
+  if (value < 60_000) return `${(value / 1000).toFixed(value < 10_000 ? 2 : 1)} s`;
+  const m = Math.floor(value / 60_000);
+  return `${m} min ${Math.round((value % 60_000) / 1000)} s`;
+}
+
+export function dateTime(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  return d.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+}
+
+export function time(iso: string): string {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleTimeString(undefined, { hour12: false });
+}
+
+export function ago(iso: string, now = Date.now()): string {
+  const t = new Date(iso).getTime();
+  if (Number.isNaN(t)) return iso;
+  const s = Math.max(0, Math.round((now - t) / 1000));
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86_400) return `${Math.floor(s / 3600)} h ago`;
+  return `${Math.floor(s / 86_400)} d ago`;
+}
+
+export function money(amount: number): string {
+  return `$${amount.toFixed(amount !== 0 && Math.abs(amount) < 0.01 ? 4 : 2)}`;
+}
+
+export function json(value: unknown): string {
+  if (value === undefined) return '';
+  try {
+    return JSON.stringify(value, null, 2);
+  } catch {
+    return '(not serialisable)';
+  }
+}
+
+/** The p-th percentile (0–100) by nearest rank; null for no values. */
+export function percentile(values: readonly number[], p: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank]!;
+}
+
+/** When a listed job finished, estimated from the times /requests gives (created + delay + execution). */
+function finishedAt(j: JobSummary): number | null {
+  if (!isFinalStatus(j.status) || j.executionTime === null) return null;
+  return new Date(j.createdAt).getTime() + (j.delayTime ?? 0) + j.executionTime;
+}
+
+export interface JobStats {
+  /** Jobs that finished (completed, failed or timed out) in the last minute. */
+  perMinute: number;
+  delayP50: number | null;
+  delayP95: number | null;
+  execP50: number | null;
+  execP95: number | null;
+  /** How many finished jobs the percentiles are over. */
+  sample: number;
+}
+
+/**
+ * Throughput and latency percentiles from the newest page of /requests. When the page does not reach back a full
+ * minute, the count is scaled to a minute from the time the page covers.
+ */
+export function jobStats(jobs: readonly JobSummary[], now: number, pageFull: boolean): JobStats {
+  const done = jobs.filter((j) => j.status !== 'CANCELLED' && finishedAt(j) !== null);
+  let perMinute = done.filter((j) => now - finishedAt(j)! <= 60_000).length;
+  const oldest = jobs[jobs.length - 1];
+  if (pageFull && oldest) {
+    const covered = now - new Date(oldest.createdAt).getTime();
+    if (covered > 0 && covered < 60_000) perMinute = Math.round((perMinute * 60_000) / covered);
+  }
+  const completed = done.filter((j) => j.status === 'COMPLETED');
+  const delays = completed.map((j) => j.delayTime).filter((v): v is number => v !== null);
+  const execs = completed.map((j) => j.executionTime).filter((v): v is number => v !== null);
+  return {
+    perMinute,
+    delayP50: percentile(delays, 50),
+    delayP95: percentile(delays, 95),
+    execP50: percentile(execs, 50),
+    execP95: percentile(execs, 95),
+    sample: completed.length,
+  };
+}
+
+/** `KEY=value` lines ⇄ an env object. Returns an error message for a bad line. */
+export function parseEnv(text: string): { env: Record<string, string> } | { error: string } {
+  const env: Record<string, string> = {};
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const eq = line.indexOf('=');
+    const name = eq > 0 ? line.slice(0, eq).trim() : '';
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+      return { error: `Line ${i + 1}: write NAME=value (NAME: letters, digits and _, not starting with a digit)` };
+    }
+    env[name] = line.slice(eq + 1);
+  }
+  return { env };
+}
+
+export function formatEnv(env: Record<string, string> | undefined): string {
+  return Object.entries(env ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join('\n');
+}

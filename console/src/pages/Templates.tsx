@@ -1,0 +1,244 @@
+import { useRef, useState, type FormEvent } from 'react';
+import { ConfirmButton, Empty, ErrorBanner, Field, Loading, Notice } from '../components/ui.tsx';
+import { formatEnv, parseEnv } from '../format.ts';
+import { useAction, usePoll, useTitle } from '../hooks.ts';
+import { useClient } from '../session.tsx';
+import type { RegistryAuthView, TemplateView } from '../types.ts';
+
+interface Values {
+  name: string;
+  imageName: string;
+  startCmd: string;
+  env: string;
+  registryAuthId: string;
+  containerDiskInGb: string;
+}
+
+const blank: Values = { name: '', imageName: '', startCmd: '', env: '', registryAuthId: '', containerDiskInGb: '10' };
+
+function valuesOf(t: TemplateView): Values {
+  return {
+    name: t.name,
+    imageName: t.imageName,
+    startCmd: t.dockerStartCmd.join('\n'),
+    env: formatEnv(t.env),
+    registryAuthId: t.containerRegistryAuthId ?? '',
+    containerDiskInGb: String(t.containerDiskInGb),
+  };
+}
+
+function TemplateForm({
+  template,
+  auths,
+  onDone,
+}: {
+  template: TemplateView | null;
+  auths: readonly RegistryAuthView[];
+  onDone: (message: string) => void;
+}) {
+  const client = useClient();
+  const [v, setV] = useState<Values>(template ? valuesOf(template) : blank);
+  const [errors, setErrors] = useState<Partial<Record<keyof Values, string>>>({});
+  const formRef = useRef<HTMLFormElement>(null);
+  const save = useAction(async (body: Record<string, unknown>) => {
+    if (template) {
+      await client.templates.update(template.id, body);
+      onDone(`Template ${v.name} saved.`);
+    } else {
+      const created = await client.templates.create(body as { name: string; imageName: string });
+      setV(blank);
+      onDone(`Template ${created.name} created.`);
+    }
+  });
+  const set = (key: keyof Values, value: string) => setV((old) => ({ ...old, [key]: value }));
+
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    const found: Partial<Record<keyof Values, string>> = {};
+    if (v.name.trim() === '') found.name = 'Enter a name.';
+    if (v.imageName.trim() === '') found.imageName = 'Enter an image (or file://<dir> for the process executor).';
+    const env = parseEnv(v.env);
+    if ('error' in env) found.env = env.error;
+    if (!/^\d+$/.test(v.containerDiskInGb.trim()) || Number(v.containerDiskInGb) > 10_000) {
+      found.containerDiskInGb = 'Container disk must be a whole number of GB, 0–10000.';
+    }
+    setErrors(found);
+    if (Object.keys(found).length > 0 || 'error' in env) {
+      requestAnimationFrame(() => formRef.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus());
+      return;
+    }
+    const body: Record<string, unknown> = {
+      name: v.name.trim(),
+      imageName: v.imageName.trim(),
+      dockerStartCmd: v.startCmd
+        .split('\n')
+        .map((s) => s.trim())
+        .filter(Boolean),
+      env: env.env,
+      containerDiskInGb: Number(v.containerDiskInGb),
+    };
+    if (v.registryAuthId) body['containerRegistryAuthId'] = v.registryAuthId;
+    void save.run(body);
+  };
+
+  return (
+    <form ref={formRef} className="form card" onSubmit={submit} noValidate aria-labelledby="template-form-title">
+      <h2 id="template-form-title">{template ? `Edit ${template.name}` : 'New template'}</h2>
+      <div className="form-grid">
+        <Field label="Name" error={errors.name}>
+          {(p) => <input {...p} name="name" value={v.name} onChange={(e) => set('name', e.target.value)} />}
+        </Field>
+        <Field
+          label="Image"
+          error={errors.imageName}
+          hint="A container image, or file://<dir> for the process executor."
+        >
+          {(p) => (
+            <input {...p} name="imageName" value={v.imageName} onChange={(e) => set('imageName', e.target.value)} />
+          )}
+        </Field>
+        <Field label="Registry credentials" hint="For a private image.">
+          {(p) => (
+            <select
+              {...p}
+              name="registryAuthId"
+              value={v.registryAuthId}
+              onChange={(e) => set('registryAuthId', e.target.value)}
+            >
+              <option value="">None</option>
+              {auths.map((a) => (
+                <option key={a.id} value={a.id}>
+                  {a.name}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="Container disk (GB)" error={errors.containerDiskInGb}>
+          {(p) => (
+            <input
+              {...p}
+              name="containerDiskInGb"
+              inputMode="numeric"
+              value={v.containerDiskInGb}
+              onChange={(e) => set('containerDiskInGb', e.target.value)}
+            />
+          )}
+        </Field>
+      </div>
+      <Field label="Start command" hint="One argument per line, e.g. node, then worker.ts.">
+        {(p) => (
+          <textarea
+            {...p}
+            name="startCmd"
+            className="code"
+            rows={3}
+            spellCheck={false}
+            value={v.startCmd}
+            onChange={(e) => set('startCmd', e.target.value)}
+          />
+        )}
+      </Field>
+      <Field label="Environment" hint="One NAME=value per line." error={errors.env}>
+        {(p) => (
+          <textarea
+            {...p}
+            name="env"
+            className="code"
+            rows={3}
+            spellCheck={false}
+            value={v.env}
+            onChange={(e) => set('env', e.target.value)}
+          />
+        )}
+      </Field>
+      <ErrorBanner error={save.error} title="The server refused the template" />
+      <div className="button-row">
+        <button type="submit" className="button-primary" disabled={save.pending}>
+          {template ? 'Save template' : 'Create template'}
+        </button>
+        {template ? (
+          <button type="button" onClick={() => onDone('')}>
+            Cancel
+          </button>
+        ) : null}
+      </div>
+    </form>
+  );
+}
+
+export function TemplatesPage() {
+  useTitle('Templates');
+  const client = useClient();
+  const poll = usePoll(
+    'templates',
+    async () => {
+      const [templates, auths] = await Promise.all([client.templates.list(), client.registryAuths.list()]);
+      return { templates, auths };
+    },
+    10_000,
+  );
+  const [editing, setEditing] = useState<TemplateView | null>(null);
+  const [notice, setNotice] = useState('');
+  const remove = useAction(async (t: TemplateView) => {
+    await client.templates.delete(t.id);
+    setNotice(`Template ${t.name} deleted.`);
+    poll.refresh();
+  });
+  const done = (message: string) => {
+    setEditing(null);
+    setNotice(message);
+    poll.refresh();
+  };
+  return (
+    <>
+      <h1>Templates</h1>
+      <p className="muted">What an endpoint's workers run: an image (or a local directory) and its command.</p>
+      <ErrorBanner error={poll.error} title="Could not load templates" onRetry={poll.refresh} />
+      <ErrorBanner error={remove.error} title="Could not delete the template" />
+      {notice ? <Notice>{notice}</Notice> : null}
+      {poll.loading ? <Loading what="templates" /> : null}
+      {poll.data && poll.data.templates.length === 0 ? <Empty>No templates yet.</Empty> : null}
+      {poll.data && poll.data.templates.length > 0 ? (
+        <div className="table-wrap">
+          <table className="table">
+            <caption className="visually-hidden">Templates</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Image</th>
+                <th scope="col">Start command</th>
+                <th scope="col">Env</th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {poll.data.templates.map((t) => (
+                <tr key={t.id}>
+                  <th scope="row">
+                    {t.name}
+                    <div className="muted mono small">{t.id}</div>
+                  </th>
+                  <td className="mono small break">{t.imageName}</td>
+                  <td className="mono small">{t.dockerStartCmd.join(' ') || '—'}</td>
+                  <td>{Object.keys(t.env).length}</td>
+                  <td className="actions">
+                    <button type="button" className="button-small" onClick={() => setEditing(t)}>
+                      Edit<span className="visually-hidden"> {t.name}</span>
+                    </button>
+                    <ConfirmButton label="Delete" onConfirm={() => remove.run(t)} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+      {poll.data ? (
+        <TemplateForm key={editing?.id ?? 'new'} template={editing} auths={poll.data.auths} onDone={done} />
+      ) : null}
+    </>
+  );
+}

@@ -1,0 +1,338 @@
+import { useRef, useState, type FormEvent } from 'react';
+import { CPU_FLAVOR_IDS, GPU_TYPE_IDS } from '../../../../src/domain/enums.ts';
+import { ENDPOINT_DEFAULTS } from '../../../../src/domain/resources.ts';
+import { ErrorBanner, Field } from '../../components/ui.tsx';
+import { formatEnv, parseEnv } from '../../format.ts';
+import type { EndpointView, TemplateView, VolumeView } from '../../types.ts';
+
+/** The form's values, as typed (strings for numbers, so that a half-typed value is not lost). */
+interface Values {
+  name: string;
+  templateId: string;
+  computeType: 'CPU' | 'GPU';
+  gpuTypeIds: string[];
+  gpuCount: string;
+  cpuFlavorId: string;
+  vcpuCount: string;
+  workersMin: string;
+  workersMax: string;
+  idleTimeout: string;
+  scalerType: 'QUEUE_DELAY' | 'REQUEST_COUNT';
+  scalerValue: string;
+  executionTimeoutS: string;
+  flashboot: boolean;
+  networkVolumeId: string;
+  env: string;
+}
+
+type Errors = Partial<Record<keyof Values, string>>;
+
+function initial(e: EndpointView | undefined, templates: readonly TemplateView[]): Values {
+  const d = ENDPOINT_DEFAULTS;
+  return {
+    name: e?.name ?? '',
+    templateId: e?.templateId ?? templates[0]?.id ?? '',
+    computeType: e?.computeType ?? 'CPU',
+    gpuTypeIds: e?.gpuTypeIds ?? [],
+    gpuCount: String(e?.gpuCount ?? d.gpuCount),
+    cpuFlavorId: CPU_FLAVOR_IDS[0],
+    // The endpoint view does not show vcpuCount: when editing, empty keeps the current value.
+    vcpuCount: e ? '' : String(d.vcpuCount),
+    workersMin: String(e?.workersMin ?? d.workersMin),
+    workersMax: String(e?.workersMax ?? d.workersMax),
+    idleTimeout: String(e?.idleTimeout ?? d.idleTimeout),
+    scalerType: e?.scalerType ?? d.scalerType,
+    scalerValue: String(e?.scalerValue ?? d.scalerValue),
+    executionTimeoutS: String((e?.executionTimeoutMs ?? d.executionTimeoutMs) / 1000),
+    flashboot: e?.flashboot ?? d.flashboot,
+    networkVolumeId: e?.networkVolumeId ?? '',
+    env: formatEnv(e?.env),
+  };
+}
+
+/** Bounds of spec/rest-v1.openapi.json (src/http/rest/schemas.ts); the server checks them again. */
+function int(text: string, min: number, max: number, what: string): { value?: number; error?: string } {
+  if (!/^-?\d+$/.test(text.trim())) return { error: `${what} must be a whole number.` };
+  const value = Number(text);
+  if (value < min || value > max) return { error: `${what} must be between ${min} and ${max}.` };
+  return { value };
+}
+
+function validate(v: Values, creating: boolean): { errors: Errors; body: Record<string, unknown> } {
+  const errors: Errors = {};
+  const body: Record<string, unknown> = {};
+  const num = (key: keyof Values, text: string, min: number, max: number, what: string, field = key as string) => {
+    const r = int(text, min, max, what);
+    if (r.error) errors[key] = r.error;
+    else body[field] = r.value;
+    return r.value;
+  };
+  if (v.name.length > 191) errors.name = 'Name must be at most 191 characters.';
+  else body['name'] = v.name.trim();
+  if (!v.templateId) errors.templateId = 'Choose a template (create one under Templates first).';
+  else body['templateId'] = v.templateId;
+  if (creating) body['computeType'] = v.computeType;
+  if (v.computeType === 'GPU') {
+    if (v.gpuTypeIds.length === 0) errors.gpuTypeIds = 'Choose at least one GPU type.';
+    else body['gpuTypeIds'] = v.gpuTypeIds;
+    num('gpuCount', v.gpuCount, 1, 64, 'GPU count');
+  } else {
+    if (creating || v.vcpuCount.trim() !== '') num('vcpuCount', v.vcpuCount, 1, 512, 'vCPU count');
+    if (creating) body['cpuFlavorIds'] = [v.cpuFlavorId];
+  }
+  const min = num('workersMin', v.workersMin, 0, 1000, 'Minimum workers');
+  const max = num('workersMax', v.workersMax, 0, 1000, 'Maximum workers');
+  if (min !== undefined && max !== undefined && min > max) {
+    errors.workersMin = 'Minimum workers cannot be more than maximum workers.';
+  }
+  num('idleTimeout', v.idleTimeout, 1, 3600, 'Idle timeout');
+  body['scalerType'] = v.scalerType;
+  num('scalerValue', v.scalerValue, 1, 100_000, 'Scaler value');
+  const t = int(v.executionTimeoutS, 0, 7 * 24 * 3600, 'Execution timeout');
+  if (t.error) errors.executionTimeoutS = t.error;
+  else body['executionTimeoutMs'] = t.value! * 1000;
+  body['flashboot'] = v.flashboot;
+  if (v.networkVolumeId) body['networkVolumeId'] = v.networkVolumeId;
+  const env = parseEnv(v.env);
+  if ('error' in env) errors.env = env.error;
+  else body['env'] = env.env;
+  return { errors, body };
+}
+
+/** Only what changed, for an update (PATCH): unchanged fields are left to the server. */
+function changes(body: Record<string, unknown>, before: EndpointView): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(body)) {
+    const old = (before as unknown as Record<string, unknown>)[k];
+    if (JSON.stringify(old ?? null) !== JSON.stringify(v ?? null)) out[k] = v;
+  }
+  return out;
+}
+
+export function EndpointForm({
+  endpoint,
+  templates,
+  volumes,
+  submitLabel,
+  onSubmit,
+  error,
+  pending,
+}: {
+  endpoint?: EndpointView;
+  templates: readonly TemplateView[];
+  volumes: readonly VolumeView[];
+  submitLabel: string;
+  onSubmit: (body: Record<string, unknown>) => void;
+  error: unknown;
+  pending: boolean;
+}) {
+  const creating = endpoint === undefined;
+  const [values, setValues] = useState<Values>(() => initial(endpoint, templates));
+  const [errors, setErrors] = useState<Errors>({});
+  const [nothing, setNothing] = useState(false);
+  const formRef = useRef<HTMLFormElement>(null);
+  const set = <K extends keyof Values>(key: K, value: Values[K]) => {
+    setValues((v) => ({ ...v, [key]: value }));
+    setNothing(false);
+  };
+
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    const { errors: found, body } = validate(values, creating);
+    setErrors(found);
+    if (Object.keys(found).length > 0) {
+      // Take the keyboard to the first field that needs fixing.
+      requestAnimationFrame(() => formRef.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus());
+      return;
+    }
+    const payload = endpoint ? changes(body, endpoint) : body;
+    if (endpoint && Object.keys(payload).length === 0) {
+      setNothing(true);
+      return;
+    }
+    onSubmit(payload);
+  };
+
+  const text = (
+    key: keyof Values,
+    label: string,
+    opts: { hint?: string; type?: string; inputMode?: 'numeric' } = {},
+  ) => (
+    <Field label={label} hint={opts.hint} error={errors[key]}>
+      {(props) => (
+        <input
+          {...props}
+          name={key}
+          type={opts.type ?? 'text'}
+          inputMode={opts.inputMode}
+          value={values[key] as string}
+          onChange={(e) => set(key, e.target.value as never)}
+        />
+      )}
+    </Field>
+  );
+
+  return (
+    <form ref={formRef} className="form" onSubmit={submit} noValidate aria-label={submitLabel}>
+      <div className="form-grid">
+        {text('name', 'Name', { hint: 'Shown in lists; optional.' })}
+        <Field label="Template" error={errors.templateId} hint="The image and command the workers run.">
+          {(props) => (
+            <select
+              {...props}
+              name="templateId"
+              value={values.templateId}
+              onChange={(e) => set('templateId', e.target.value)}
+            >
+              {values.templateId === '' ? <option value="">Choose a template…</option> : null}
+              {templates.map((t) => (
+                <option key={t.id} value={t.id}>
+                  {t.name} ({t.imageName})
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        {creating ? (
+          <fieldset className="field">
+            <legend>Compute</legend>
+            <div className="radios">
+              {(['CPU', 'GPU'] as const).map((c) => (
+                <label key={c}>
+                  <input
+                    type="radio"
+                    name="computeType"
+                    value={c}
+                    checked={values.computeType === c}
+                    onChange={() => set('computeType', c)}
+                  />{' '}
+                  {c}
+                </label>
+              ))}
+            </div>
+          </fieldset>
+        ) : null}
+        {values.computeType === 'GPU' ? (
+          text('gpuCount', 'GPUs per worker', { inputMode: 'numeric' })
+        ) : (
+          <>
+            {text('vcpuCount', 'vCPUs per worker', {
+              inputMode: 'numeric',
+              ...(creating ? {} : { hint: 'Leave empty to keep the current count.' }),
+            })}
+            {creating ? (
+              <Field label="CPU flavor">
+                {(props) => (
+                  <select
+                    {...props}
+                    name="cpuFlavorId"
+                    value={values.cpuFlavorId}
+                    onChange={(e) => set('cpuFlavorId', e.target.value)}
+                  >
+                    {CPU_FLAVOR_IDS.map((f) => (
+                      <option key={f}>{f}</option>
+                    ))}
+                  </select>
+                )}
+              </Field>
+            ) : null}
+          </>
+        )}
+        {text('workersMin', 'Minimum workers', { inputMode: 'numeric', hint: 'Kept running even when idle.' })}
+        {text('workersMax', 'Maximum workers', { inputMode: 'numeric', hint: '0 stops the endpoint.' })}
+        {text('idleTimeout', 'Idle timeout (s)', { inputMode: 'numeric', hint: 'An idle worker stops after this.' })}
+        <Field label="Scaler" hint="Queue delay: seconds a job may wait; request count: jobs per worker.">
+          {(props) => (
+            <select
+              {...props}
+              name="scalerType"
+              value={values.scalerType}
+              onChange={(e) => set('scalerType', e.target.value as Values['scalerType'])}
+            >
+              <option value="QUEUE_DELAY">Queue delay</option>
+              <option value="REQUEST_COUNT">Request count</option>
+            </select>
+          )}
+        </Field>
+        {text('scalerValue', 'Scaler value', { inputMode: 'numeric' })}
+        {text('executionTimeoutS', 'Execution timeout (s)', { inputMode: 'numeric', hint: 'Per job; 0 = no limit.' })}
+        <Field label="Network volume">
+          {(props) => (
+            <select
+              {...props}
+              name="networkVolumeId"
+              value={values.networkVolumeId}
+              onChange={(e) => set('networkVolumeId', e.target.value)}
+            >
+              <option value="">None</option>
+              {volumes.map((v) => (
+                <option key={v.id} value={v.id}>
+                  {v.name} ({v.size} GB, {v.dataCenterId})
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <div className="field field-check">
+          <label>
+            <input
+              type="checkbox"
+              name="flashboot"
+              checked={values.flashboot}
+              onChange={(e) => set('flashboot', e.target.checked)}
+            />{' '}
+            FlashBoot
+          </label>
+        </div>
+      </div>
+      {values.computeType === 'GPU' ? (
+        <fieldset
+          className={`field gpu-types${errors.gpuTypeIds ? ' field-invalid' : ''}`}
+          aria-describedby="gpu-types-error"
+        >
+          <legend>GPU types (in order of preference)</legend>
+          <div className="checklist">
+            {GPU_TYPE_IDS.map((g) => (
+              <label key={g}>
+                <input
+                  type="checkbox"
+                  checked={values.gpuTypeIds.includes(g)}
+                  aria-invalid={errors.gpuTypeIds ? true : undefined}
+                  onChange={(e) =>
+                    set(
+                      'gpuTypeIds',
+                      e.target.checked ? [...values.gpuTypeIds, g] : values.gpuTypeIds.filter((x) => x !== g),
+                    )
+                  }
+                />{' '}
+                {g}
+              </label>
+            ))}
+          </div>
+          {errors.gpuTypeIds ? (
+            <small id="gpu-types-error" className="field-error">
+              {errors.gpuTypeIds}
+            </small>
+          ) : null}
+        </fieldset>
+      ) : null}
+      <Field label="Environment" hint="One NAME=value per line; added to the template's." error={errors.env}>
+        {(props) => (
+          <textarea
+            {...props}
+            name="env"
+            rows={4}
+            spellCheck={false}
+            value={values.env}
+            onChange={(e) => set('env', e.target.value)}
+          />
+        )}
+      </Field>
+      <ErrorBanner error={error} title="The server refused the change" />
+      {nothing ? <p role="status">Nothing changed.</p> : null}
+      <button type="submit" className="button-primary" disabled={pending}>
+        {pending ? 'Saving…' : submitLabel}
+      </button>
+    </form>
+  );
+}

@@ -1,0 +1,179 @@
+import { useState } from 'react';
+import { Badge, Empty, ErrorBanner, Loading, Notice } from '../../components/ui.tsx';
+import { dateTime, json, ms } from '../../format.ts';
+import { useAction, usePoll } from '../../hooks.ts';
+import { useClient } from '../../session.tsx';
+import { isFinalStatus, type JobSummary } from '../../types.ts';
+
+function errorText(error: unknown): string {
+  if (error === null || error === undefined) return '';
+  if (typeof error === 'string') {
+    try {
+      const parsed = JSON.parse(error) as { error_message?: string };
+      if (parsed && typeof parsed.error_message === 'string') return parsed.error_message;
+    } catch {
+      // not JSON: shown as it is
+    }
+    return error;
+  }
+  if (typeof error === 'object' && 'error_message' in error) return String(error.error_message);
+  return json(error);
+}
+
+/** One job's full status (output, error, queue reason), refreshed until it is final. */
+function JobDetail({ endpointId, jobId, onClose }: { endpointId: string; jobId: string; onClose: () => void }) {
+  const client = useClient();
+  const poll = usePoll(`job:${endpointId}:${jobId}`, () => client.endpoint(endpointId).status(jobId), 2000);
+  const job = poll.data;
+  return (
+    <section className="card job-detail" aria-labelledby="job-detail-title">
+      <div className="page-head">
+        <h3 id="job-detail-title">
+          Job <span className="mono">{jobId}</span>
+        </h3>
+        <button type="button" className="button-small" onClick={onClose}>
+          Close
+        </button>
+      </div>
+      <ErrorBanner error={poll.error} title="Could not load the job" />
+      {poll.loading ? <Loading what="the job" /> : null}
+      {job ? (
+        <>
+          <p>
+            <Badge value={job.status} /> delay {ms(job.delayTime)} · execution {ms(job.executionTime)}
+            {job.workerId ? (
+              <>
+                {' '}
+                · worker <span className="mono">{job.workerId}</span>
+              </>
+            ) : null}
+          </p>
+          {job.queueReason ? (
+            <p className="muted">
+              Waiting: {job.queueReason.message ?? job.queueReason.reason} <code>{job.queueReason.reason}</code>
+            </p>
+          ) : null}
+          {job.output !== undefined ? (
+            <>
+              <h4>Output</h4>
+              <pre className="output">{json(job.output)}</pre>
+            </>
+          ) : null}
+          {job.error !== undefined && job.error !== null ? (
+            <>
+              <h4>Error</h4>
+              <pre className="output output-error">{errorText(job.error)}</pre>
+            </>
+          ) : null}
+          {!isFinalStatus(job.status) ? <p className="muted small">Updating until the job finishes…</p> : null}
+        </>
+      ) : null}
+    </section>
+  );
+}
+
+export function Jobs({
+  endpointId,
+  jobs,
+  loading,
+  error,
+  refresh,
+}: {
+  endpointId: string;
+  jobs: readonly JobSummary[] | undefined;
+  loading: boolean;
+  error: unknown;
+  refresh: () => void;
+}) {
+  const client = useClient();
+  const [selected, setSelected] = useState<string | null>(null);
+  const [done, setDone] = useState<string | null>(null);
+  const act = useAction(async (kind: 'cancel' | 'retry', id: string) => {
+    const ep = client.endpoint(endpointId);
+    const res = kind === 'cancel' ? await ep.cancel(id) : await ep.retry(id);
+    setDone(`Job ${id} is now ${res.status.replace('_', ' ').toLowerCase()}.`);
+    refresh();
+  });
+  return (
+    <section aria-labelledby="jobs-title">
+      <h2 id="jobs-title">Recent jobs</h2>
+      <ErrorBanner error={error} title="Could not load jobs" onRetry={refresh} />
+      <ErrorBanner error={act.error} title="The action failed" />
+      {done ? <Notice>{done}</Notice> : null}
+      {loading ? <Loading what="jobs" /> : null}
+      {jobs && jobs.length === 0 ? <Empty>No jobs yet. Run one from the Run tab.</Empty> : null}
+      {selected ? <JobDetail endpointId={endpointId} jobId={selected} onClose={() => setSelected(null)} /> : null}
+      {jobs && jobs.length > 0 ? (
+        <div className="table-wrap">
+          <table className="table" aria-labelledby="jobs-title">
+            <thead>
+              <tr>
+                <th scope="col">Job</th>
+                <th scope="col">Status</th>
+                <th scope="col">Submitted</th>
+                <th scope="col" className="num">
+                  Delay
+                </th>
+                <th scope="col" className="num">
+                  Execution
+                </th>
+                <th scope="col">Worker</th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {jobs.map((j) => (
+                <tr key={j.id} data-job-id={j.id}>
+                  <th scope="row">
+                    <button
+                      type="button"
+                      className="link mono"
+                      aria-pressed={selected === j.id}
+                      onClick={() => setSelected(selected === j.id ? null : j.id)}
+                      title="Show output"
+                    >
+                      {j.id}
+                    </button>
+                    {j.error ? <div className="field-error small">{errorText(j.error)}</div> : null}
+                  </th>
+                  <td>
+                    <Badge value={j.status} />
+                    {j.retries > 0 ? <span className="muted small"> ×{j.retries + 1}</span> : null}
+                  </td>
+                  <td>{dateTime(j.createdAt)}</td>
+                  <td className="num">{ms(j.delayTime)}</td>
+                  <td className="num">{ms(j.executionTime)}</td>
+                  <td className="mono small">{j.workerId ?? '—'}</td>
+                  <td className="actions">
+                    {j.status === 'IN_QUEUE' || j.status === 'IN_PROGRESS' ? (
+                      <button
+                        type="button"
+                        className="button-small"
+                        disabled={act.pending}
+                        onClick={() => void act.run('cancel', j.id)}
+                      >
+                        Cancel<span className="visually-hidden"> job {j.id}</span>
+                      </button>
+                    ) : null}
+                    {j.status === 'FAILED' || j.status === 'TIMED_OUT' ? (
+                      <button
+                        type="button"
+                        className="button-small"
+                        disabled={act.pending}
+                        onClick={() => void act.run('retry', j.id)}
+                      >
+                        Retry<span className="visually-hidden"> job {j.id}</span>
+                      </button>
+                    ) : null}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,271 @@
+import { resultsExpireAt, type Job, type TombstoneReason } from '../../domain/index.ts';
+import type { FencedOutcome, JobStore, NewJob } from '../types.ts';
+import type { Conn, Db } from './db.ts';
+import { byQueueOrder, toJob, type JobRow } from './rows.ts';
+import { enqueueWebhooks } from './webhooks.ts';
+
+/** The job row, locked for the rest of the transaction: every read-then-write verb starts here. */
+export async function lockJob(c: Conn, endpointId: string, jobId: string): Promise<Job | null> {
+  const r = await c.query<JobRow>('SELECT * FROM jobs WHERE id = $1 AND endpoint_id = $2 FOR UPDATE', [
+    jobId,
+    endpointId,
+  ]);
+  return r.rows[0] ? toJob(r.rows[0]) : null;
+}
+
+/**
+ * The fence: only the worker holding the current IN_PROGRESS attempt may change the job. The row lock serialises
+ * it against a concurrent finish, cancel, timeout or release on any node, so a job is never completed twice.
+ */
+async function fenced(c: Conn, endpointId: string, jobId: string, workerId: string, now: number) {
+  const job = await lockJob(c, endpointId, jobId);
+  if (!job) return { ok: false, reason: 'not_found' } as const;
+  // Past its ttl the job is gone even if the sweep has not deleted it yet: late posts must not revive it.
+  if (job.expiresAt <= now) return { ok: false, reason: 'not_found' } as const;
+  if (job.status !== 'IN_PROGRESS' || job.workerId !== workerId) return { ok: false, reason: 'stale', job } as const;
+  return { ok: true, job } as const;
+}
+
+export async function addStop(c: Conn, workerId: string, jobId: string, now: number): Promise<void> {
+  await c.query('INSERT INTO job_stops (worker_id, job_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
+    workerId,
+    jobId,
+    now,
+  ]);
+}
+
+/** A new attempt streams from scratch: drop the old chunks and every consumer's cursor with them. */
+export async function clearStreams(c: Conn, jobIds: string[]): Promise<void> {
+  if (jobIds.length === 0) return;
+  await c.query('DELETE FROM stream_chunks WHERE job_id = ANY($1)', [jobIds]);
+  await c.query('DELETE FROM stream_cursors WHERE job_id = ANY($1)', [jobIds]);
+}
+
+type JobVerbs = Pick<
+  JobStore,
+  | 'submitJob'
+  | 'takeJobs'
+  | 'getJob'
+  | 'getTombstone'
+  | 'recordProgress'
+  | 'finishJob'
+  | 'appendChunks'
+  | 'readChunks'
+  | 'cancelJob'
+  | 'retryJob'
+  | 'purgeQueue'
+  | 'setJobTtl'
+>;
+
+export function jobVerbs(db: Db): JobVerbs {
+  return {
+    async submitJob(j: NewJob) {
+      const expiresAt = j.createdAt + j.policy.ttlMs;
+      // One statement, committed before it resolves: acknowledged means durable (DESIGN.md §1 principle 2).
+      await db.query(
+        `INSERT INTO jobs (id, endpoint_id, status, input, webhook, policy, policy_given, policy_json, low_priority,
+           execution_timeout_ms, ttl_ms, s3_config, mode, retention_ms, created_at, queued_at, expires_at)
+         VALUES ($1, $2, 'IN_QUEUE', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)`,
+        [
+          j.id,
+          j.endpointId,
+          j.inputJson,
+          j.webhook,
+          JSON.stringify(j.policy),
+          j.policyGiven,
+          j.policyJson ?? null,
+          j.policy.lowPriority,
+          j.policy.executionTimeoutMs,
+          j.policy.ttlMs,
+          j.s3ConfigJson,
+          j.mode,
+          j.retentionMs,
+          j.createdAt,
+          expiresAt,
+        ],
+      );
+      return {
+        id: j.id,
+        endpointId: j.endpointId,
+        status: 'IN_QUEUE',
+        inputJson: j.inputJson,
+        webhook: j.webhook,
+        policy: j.policy,
+        policyGiven: j.policyGiven,
+        policyJson: j.policyJson ?? null,
+        s3ConfigJson: j.s3ConfigJson,
+        mode: j.mode,
+        retentionMs: j.retentionMs,
+        createdAt: j.createdAt,
+        queuedAt: j.createdAt,
+        startedAt: null,
+        completedAt: null,
+        expiresAt,
+        attempt: 0,
+        retries: 0,
+        workerId: null,
+        outputJson: null,
+        errorJson: null,
+      };
+    },
+
+    async takeJobs(endpointId, workerId, max, now) {
+      // SKIP LOCKED: takes on every node run in parallel, each getting different jobs, none waiting on another's
+      // lock. Expired-but-not-yet-swept jobs are skipped: their ttl is over, they must never start.
+      const rows = await db.query<JobRow>(
+        `WITH picked AS (
+           SELECT id FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND expires_at > $2
+           ORDER BY queued_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED)
+         UPDATE jobs j SET status = 'IN_PROGRESS', attempt = j.attempt + 1, worker_id = $4, started_at = $2,
+           deadline_at = $2 + j.execution_timeout_ms, output = NULL, error = NULL
+         FROM picked WHERE j.id = picked.id
+         RETURNING j.*`,
+        [endpointId, now, max, workerId],
+      );
+      // RETURNING gives no order guarantee; hand jobs out in queue order.
+      return byQueueOrder(rows);
+    },
+
+    async getJob(endpointId, jobId) {
+      const [r] = await db.query<JobRow>('SELECT * FROM jobs WHERE id = $1 AND endpoint_id = $2', [jobId, endpointId]);
+      return r ? toJob(r) : null;
+    },
+
+    async getTombstone(endpointId, jobId) {
+      const [r] = await db.query<{ reason: TombstoneReason }>(
+        'SELECT reason FROM tombstones WHERE id = $1 AND endpoint_id = $2',
+        [jobId, endpointId],
+      );
+      return r?.reason ?? null;
+    },
+
+    recordProgress(endpointId, jobId, workerId, outputJson, now) {
+      return db.tx(async (c): Promise<FencedOutcome> => {
+        const f = await fenced(c, endpointId, jobId, workerId, now);
+        if (!f.ok) return f;
+        await c.query('UPDATE jobs SET output = $1 WHERE id = $2', [outputJson, jobId]);
+        return { ok: true, job: { ...f.job, outputJson } };
+      });
+    },
+
+    finishJob(endpointId, jobId, workerId, result, now) {
+      return db.tx(async (c): Promise<FencedOutcome> => {
+        const f = await fenced(c, endpointId, jobId, workerId, now);
+        if (!f.ok) return f;
+        await c.query(
+          `UPDATE jobs SET status = $1, output = $2, error = $3, completed_at = $4, results_expire_at = $5,
+             deadline_at = NULL WHERE id = $6`,
+          [result.status, result.outputJson, result.errorJson, now, resultsExpireAt(f.job, now), jobId],
+        );
+        const job: Job = {
+          ...f.job,
+          status: result.status,
+          outputJson: result.outputJson,
+          errorJson: result.errorJson,
+          completedAt: now,
+        };
+        await enqueueWebhooks(c, [job]);
+        return { ok: true, job };
+      });
+    },
+
+    appendChunks(endpointId, jobId, workerId, chunks, now) {
+      return db.tx(async (c): Promise<FencedOutcome> => {
+        // The job row lock also orders concurrent appends: sequence numbers never collide.
+        const f = await fenced(c, endpointId, jobId, workerId, now);
+        if (!f.ok) return f;
+        const last = await c.query<{ s: number | null }>('SELECT MAX(seq) AS s FROM stream_chunks WHERE job_id = $1', [
+          jobId,
+        ]);
+        const from = last.rows[0]?.s ?? 0;
+        await c.query(
+          `INSERT INTO stream_chunks (job_id, seq, attempt, body)
+           SELECT $1, $2 + n, $3, body FROM unnest($4::text[]) WITH ORDINALITY AS t(body, n)`,
+          [jobId, from, f.job.attempt, chunks],
+        );
+        return f;
+      });
+    },
+
+    readChunks(endpointId, jobId, consumer) {
+      return db.tx(async (c) => {
+        // Locked: two reads by one consumer at once must not both return the same chunks.
+        if (!(await lockJob(c, endpointId, jobId))) return { chunks: [] };
+        const cursor = await c.query<{ seq: number }>(
+          'SELECT seq FROM stream_cursors WHERE job_id = $1 AND consumer = $2',
+          [jobId, consumer],
+        );
+        const rows = await c.query<{ seq: number; body: string }>(
+          'SELECT seq, body FROM stream_chunks WHERE job_id = $1 AND seq > $2 ORDER BY seq',
+          [jobId, cursor.rows[0]?.seq ?? 0],
+        );
+        const last = rows.rows[rows.rows.length - 1];
+        if (last) {
+          await c.query(
+            `INSERT INTO stream_cursors (job_id, consumer, seq) VALUES ($1, $2, $3)
+             ON CONFLICT (job_id, consumer) DO UPDATE SET seq = EXCLUDED.seq`,
+            [jobId, consumer, last.seq],
+          );
+        }
+        return { chunks: rows.rows.map((r) => r.body) };
+      });
+    },
+
+    cancelJob(endpointId, jobId, now) {
+      return db.tx(async (c) => {
+        const job = await lockJob(c, endpointId, jobId);
+        if (!job) return { outcome: 'not_found' } as const;
+        if (job.status !== 'IN_QUEUE' && job.status !== 'IN_PROGRESS') return { outcome: 'final', job } as const;
+        const stopWorkerId = job.status === 'IN_PROGRESS' ? job.workerId : null;
+        if (stopWorkerId) await addStop(c, stopWorkerId, jobId, now);
+        await c.query(
+          `UPDATE jobs SET status = 'CANCELLED', completed_at = $1, results_expire_at = $2, deadline_at = NULL
+           WHERE id = $3`,
+          [now, resultsExpireAt(job, now), jobId],
+        );
+        const cancelled: Job = { ...job, status: 'CANCELLED', completedAt: now };
+        await enqueueWebhooks(c, [cancelled]);
+        return { outcome: 'cancelled', job: cancelled, stopWorkerId } as const;
+      });
+    },
+
+    retryJob(endpointId, jobId, now) {
+      return db.tx(async (c) => {
+        const job = await lockJob(c, endpointId, jobId);
+        if (!job) return { outcome: 'not_found' } as const;
+        if (job.status !== 'FAILED' && job.status !== 'TIMED_OUT') return { outcome: 'not_retryable', job } as const;
+        const r = await c.query<JobRow>(
+          `UPDATE jobs SET status = 'IN_QUEUE', queued_at = $1, started_at = NULL, completed_at = NULL,
+             results_expire_at = NULL, deadline_at = NULL, worker_id = NULL, output = NULL, error = NULL
+           WHERE id = $2 RETURNING *`,
+          [now, jobId],
+        );
+        await clearStreams(c, [jobId]);
+        return { outcome: 'queued', job: toJob(r.rows[0]!) } as const;
+      });
+    },
+
+    async purgeQueue(endpointId) {
+      const rows = await db.query<{ id: string }>(
+        `DELETE FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' RETURNING id`,
+        [endpointId],
+      );
+      return rows.length;
+    },
+
+    setJobTtl(endpointId, jobId, ttlMs) {
+      return db.tx(async (c) => {
+        const job = await lockJob(c, endpointId, jobId);
+        if (!job) return null;
+        const expiresAt = job.createdAt + ttlMs;
+        const policy = { ...job.policy, ttlMs };
+        const resultsAt = job.completedAt === null ? null : Math.min(job.completedAt + job.retentionMs, expiresAt);
+        await c.query(
+          'UPDATE jobs SET expires_at = $1, ttl_ms = $2, policy = $3, results_expire_at = $4 WHERE id = $5',
+          [expiresAt, ttlMs, JSON.stringify(policy), resultsAt, jobId],
+        );
+        return { ...job, expiresAt, policy };
+      });
+    },
+  };
+}

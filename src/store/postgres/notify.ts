@@ -1,0 +1,149 @@
+import { randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import type { ClusterBus } from '../types-cluster.ts';
+import type { Db } from './db.ts';
+
+/** NOTIFY payloads are capped at 8000 bytes by PostgreSQL; stay well under it. */
+const MAX_PAYLOAD = 7000;
+
+/**
+ * Bridges the engine's Bus across nodes with LISTEN/NOTIFY (DESIGN.md §3 "Long polls").
+ *
+ * Payload: `<sender>\n<topic>\n<topic>…` — the topics themselves (`queue:<endpointId>`, `job:<jobId>`, …), never job
+ * data: a wake-up only tells waiters to re-read the store, which stays the single source of truth. The sender id lets
+ * a node skip its own echo (it already delivered locally in Bus.publish).
+ *
+ * Bursts coalesce: topics published while a NOTIFY is in flight are collected in a set (duplicates merge) and sent
+ * together by the next one, so a thousand submissions to one endpoint cost a handful of NOTIFYs, not a thousand.
+ * Sends go through the pool; listening uses one dedicated connection, re-established (and LISTEN re-issued) when it
+ * drops. After a reconnect every local waiter is woken once, since wake-ups sent meanwhile were lost.
+ */
+export class NotifyBridge {
+  private readonly db: Db;
+  private readonly channel: string;
+  private readonly bus: ClusterBus;
+  private readonly onError: (error: unknown) => void;
+  private readonly sender = randomBytes(6).toString('hex');
+  private readonly pending = new Set<string>();
+  private sending: Promise<void> | undefined;
+  private client: pg.Client | null = null;
+  private connecting: Promise<void> | undefined;
+  private retry: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
+  private stopped = false;
+  private everConnected = false;
+
+  constructor(db: Db, channel: string, bus: ClusterBus, onError: (error: unknown) => void) {
+    this.db = db;
+    this.channel = channel;
+    this.bus = bus;
+    this.onError = onError;
+  }
+
+  /** Subscribe to local publishes and start listening; a database that is down now is retried in the background. */
+  async start(): Promise<void> {
+    this.unsubscribe = this.bus.onPublish((topic) => this.send(topic));
+    await this.connect();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.unsubscribe?.();
+    clearTimeout(this.retry);
+    await this.connecting;
+    await this.sending;
+    const client = this.client;
+    this.client = null;
+    await client?.end().catch(() => {});
+  }
+
+  private connect(): Promise<void> {
+    this.connecting ??= this.dial().finally(() => {
+      this.connecting = undefined;
+    });
+    return this.connecting;
+  }
+
+  private async dial(): Promise<void> {
+    if (this.stopped || this.client) return;
+    const client = this.db.client();
+    client.on('error', () => this.dropped(client));
+    client.on('end', () => this.dropped(client));
+    client.on('notification', (msg) => {
+      if (msg.channel === this.channel && msg.payload) this.received(msg.payload);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${client.escapeIdentifier(this.channel)}`);
+    } catch {
+      await client.end().catch(() => {});
+      this.later();
+      return;
+    }
+    if (this.stopped) {
+      await client.end().catch(() => {});
+      return;
+    }
+    this.client = client;
+    if (this.everConnected) this.bus.wakeAll();
+    this.everConnected = true;
+  }
+
+  private dropped(client: pg.Client): void {
+    if (this.client !== client) return;
+    this.client = null;
+    client.end().catch(() => {});
+    this.later();
+  }
+
+  private later(): void {
+    if (this.stopped) return;
+    clearTimeout(this.retry);
+    this.retry = setTimeout(() => {
+      this.connect().catch((error: unknown) => this.onError(error));
+    }, 1000);
+  }
+
+  private received(payload: string): void {
+    const [sender, ...topics] = payload.split('\n');
+    if (sender === this.sender) return;
+    for (const topic of topics) if (topic) this.bus.deliver(topic);
+  }
+
+  private send(topic: string): void {
+    if (this.stopped) return;
+    this.pending.add(topic);
+    this.sending ??= this.flush().finally(() => {
+      this.sending = undefined;
+    });
+  }
+
+  private async flush(): Promise<void> {
+    // One turn of the event loop first: everything published by the requests handled in this turn joins the batch.
+    await new Promise((resolve) => setImmediate(resolve));
+    while (this.pending.size > 0) {
+      const topics = [...this.pending];
+      this.pending.clear();
+      const payloads: string[] = [];
+      let current = this.sender;
+      let bytes = current.length;
+      for (const t of topics) {
+        const size = Buffer.byteLength(t) + 1;
+        if (bytes + size > MAX_PAYLOAD) {
+          payloads.push(current);
+          current = this.sender;
+          bytes = current.length;
+        }
+        current += `\n${t}`;
+        bytes += size;
+      }
+      payloads.push(current);
+      try {
+        await this.db.query('SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', [this.channel, payloads]);
+      } catch {
+        // The database is down: nothing committed that these would announce could have happened meanwhile, and the
+        // other nodes wake everyone when their LISTEN reconnects. Dropping them is safe.
+      }
+    }
+  }
+}

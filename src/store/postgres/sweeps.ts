@@ -1,0 +1,237 @@
+import { resultsExpireAt, type Job, type TombstoneReason } from '../../domain/index.ts';
+import type { JobStore, LeaseSweep, SweptJob } from '../types.ts';
+import type { Conn, Db } from './db.ts';
+import { addStop, clearStreams } from './jobs.ts';
+import { toJob, type JobRow } from './rows.ts';
+import { enqueueWebhooks } from './webhooks.ts';
+
+/**
+ * Sweeps and lost workers. Sweeps lock their batch with SKIP LOCKED, so a sweep never waits behind (or undoes) a
+ * worker's post that holds the row; the job is simply looked at again on the next pass.
+ */
+async function deleteJobs(c: Conn, jobs: Job[], reason: TombstoneReason, now: number): Promise<void> {
+  if (jobs.length === 0) return;
+  const ids = jobs.map((j) => j.id);
+  await c.query('DELETE FROM jobs WHERE id = ANY($1)', [ids]);
+  await clearStreams(c, ids);
+  await c.query(
+    `INSERT INTO tombstones (id, endpoint_id, reason, deleted_at)
+     SELECT id, endpoint_id, $3, $4 FROM unnest($1::text[], $2::text[]) AS t(id, endpoint_id)
+     ON CONFLICT (id) DO UPDATE SET reason = EXCLUDED.reason, deleted_at = EXCLUDED.deleted_at`,
+    [ids, jobs.map((j) => j.endpointId), reason, now],
+  );
+}
+
+/**
+ * A worker lost its jobs (lease ran out, process exited, ping showed them gone). Each goes back to the queue with
+ * the attempt fenced out (worker_id cleared, so the old holder's late posts are refused), or FAILS once it has been
+ * handed out `maxAttempts` times, so a poison job cannot crash workers forever.
+ */
+async function release(
+  c: Conn,
+  workerId: string,
+  now: number,
+  maxAttempts: number,
+  reason: string,
+  onlyJobIds?: string[],
+): Promise<LeaseSweep> {
+  const rows = await c.query<JobRow>(
+    `SELECT * FROM jobs WHERE worker_id = $1 AND status = 'IN_PROGRESS' ORDER BY queued_at, seq FOR UPDATE`,
+    [workerId],
+  );
+  const sweep: LeaseSweep = { workerIds: [], requeued: [], failed: [] };
+  for (const r of rows.rows) {
+    if (onlyJobIds && !onlyJobIds.includes(r.id)) continue;
+    const job = toJob(r);
+    if (job.attempt >= maxAttempts) {
+      const errorJson = JSON.stringify(
+        `worker ${workerId} was lost (${reason}) on attempt ${job.attempt} of ${maxAttempts}`,
+      );
+      await c.query(
+        `UPDATE jobs SET status = 'FAILED', error = $1, completed_at = $2, results_expire_at = $3, deadline_at = NULL,
+           retries = retries + 1 WHERE id = $4`,
+        [errorJson, now, resultsExpireAt(job, now), job.id],
+      );
+      sweep.failed.push({ ...job, status: 'FAILED', errorJson, completedAt: now, retries: job.retries + 1 });
+    } else {
+      await c.query(
+        `UPDATE jobs SET status = 'IN_QUEUE', queued_at = $1, started_at = NULL, deadline_at = NULL, worker_id = NULL,
+           output = NULL, retries = retries + 1 WHERE id = $2`,
+        [now, job.id],
+      );
+      sweep.requeued.push({
+        ...job,
+        status: 'IN_QUEUE',
+        queuedAt: now,
+        startedAt: null,
+        workerId: null,
+        retries: job.retries + 1,
+      });
+    }
+  }
+  // Chunks of the lost attempt would interleave with the next attempt's: drop them.
+  await clearStreams(
+    c,
+    sweep.requeued.map((j) => j.id),
+  );
+  await enqueueWebhooks(c, sweep.failed);
+  return sweep;
+}
+
+type SweepVerbs = Pick<
+  JobStore,
+  | 'expireJobs'
+  | 'expireResults'
+  | 'timeoutJobs'
+  | 'pruneTombstones'
+  | 'runningByWorker'
+  | 'workerJobIds'
+  | 'releaseWorkerJobs'
+  | 'returnUndelivered'
+  | 'expireWorkerLeases'
+  | 'takeStops'
+>;
+
+export function sweepVerbs(db: Db): SweepVerbs {
+  return {
+    expireJobs(now, limit) {
+      return db.tx(async (c) => {
+        const rows = await c.query<JobRow>(
+          'SELECT * FROM jobs WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED',
+          [now, limit],
+        );
+        const swept: SweptJob[] = [];
+        for (const r of rows.rows) {
+          const job = toJob(r);
+          const stopWorkerId = job.status === 'IN_PROGRESS' ? job.workerId : null;
+          if (stopWorkerId) await addStop(c, stopWorkerId, job.id, now);
+          swept.push({ job, stopWorkerId });
+        }
+        await deleteJobs(
+          c,
+          swept.map((s) => s.job),
+          'TTL_EXPIRED',
+          now,
+        );
+        return swept;
+      });
+    },
+
+    expireResults(now, limit) {
+      return db.tx(async (c) => {
+        const rows = await c.query<JobRow>(
+          `SELECT * FROM jobs WHERE results_expire_at IS NOT NULL AND results_expire_at <= $1
+           LIMIT $2 FOR UPDATE SKIP LOCKED`,
+          [now, limit],
+        );
+        await deleteJobs(c, rows.rows.map(toJob), 'RESULTS_EXPIRED', now);
+        return rows.rows.length;
+      });
+    },
+
+    timeoutJobs(now, limit) {
+      return db.tx(async (c) => {
+        const rows = await c.query<JobRow>(
+          `SELECT * FROM jobs WHERE status = 'IN_PROGRESS' AND deadline_at <= $1 ORDER BY deadline_at LIMIT $2
+           FOR UPDATE SKIP LOCKED`,
+          [now, limit],
+        );
+        const swept: SweptJob[] = [];
+        for (const r of rows.rows) {
+          const job = toJob(r);
+          if (job.workerId) await addStop(c, job.workerId, job.id, now);
+          await c.query(
+            `UPDATE jobs SET status = 'TIMED_OUT', completed_at = $1, results_expire_at = $2, deadline_at = NULL
+             WHERE id = $3`,
+            [now, resultsExpireAt(job, now), job.id],
+          );
+          swept.push({ job: { ...job, status: 'TIMED_OUT', completedAt: now }, stopWorkerId: job.workerId });
+        }
+        await enqueueWebhooks(
+          c,
+          swept.map((s) => s.job),
+        );
+        return swept;
+      });
+    },
+
+    async pruneTombstones(before) {
+      const rows = await db.query<{ id: string }>('DELETE FROM tombstones WHERE deleted_at < $1 RETURNING id', [
+        before,
+      ]);
+      return rows.length;
+    },
+
+    async runningByWorker(endpointId) {
+      const rows = await db.query<{ worker_id: string; n: number }>(
+        `SELECT worker_id, COUNT(*) AS n FROM jobs WHERE endpoint_id = $1 AND status = 'IN_PROGRESS'
+         GROUP BY worker_id`,
+        [endpointId],
+      );
+      return Object.fromEntries(rows.map((r) => [r.worker_id, r.n]));
+    },
+
+    async workerJobIds(workerId) {
+      const rows = await db.query<{ id: string }>(
+        `SELECT id FROM jobs WHERE worker_id = $1 AND status = 'IN_PROGRESS' ORDER BY queued_at, seq`,
+        [workerId],
+      );
+      return rows.map((r) => r.id);
+    },
+
+    releaseWorkerJobs(workerId, now, maxAttempts, reason, onlyJobIds) {
+      return db.tx((c) => release(c, workerId, now, maxAttempts, reason, onlyJobIds));
+    },
+
+    /**
+     * Jobs handed to a take whose client had already hung up: they never reached a worker, so they go back to their
+     * place in the queue without using up an attempt or counting as a retry.
+     */
+    async returnUndelivered(workerId, jobIds) {
+      if (jobIds.length === 0) return [];
+      const rows = await db.query<JobRow>(
+        `UPDATE jobs SET status = 'IN_QUEUE', attempt = attempt - 1, started_at = NULL, deadline_at = NULL,
+           worker_id = NULL WHERE id = ANY($1) AND worker_id = $2 AND status = 'IN_PROGRESS' RETURNING *`,
+        [jobIds, workerId],
+      );
+      const order = new Map(jobIds.map((id, i) => [id, i]));
+      return rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!).map(toJob);
+    },
+
+    expireWorkerLeases(silentSince, now, maxAttempts) {
+      return db.tx(async (c) => {
+        // Workers whose lease ran out and that still count as alive, or that were already marked lease-expired but
+        // have since been handed a job (a take long poll that outlived the lease). The lock re-checks last_seen_at
+        // against a ping that committed meanwhile on another node: a worker that just pinged keeps its lease.
+        const silent = await c.query<{ id: string }>(
+          `SELECT id FROM workers w WHERE last_seen_at < $1 AND (state <> 'unhealthy'
+             OR EXISTS (SELECT 1 FROM jobs j WHERE j.worker_id = w.id AND j.status = 'IN_PROGRESS'))
+           ORDER BY seq FOR UPDATE OF w SKIP LOCKED`,
+          [silentSince],
+        );
+        const total: LeaseSweep = { workerIds: [], requeued: [], failed: [] };
+        for (const { id } of silent.rows) {
+          const sweep = await release(c, id, now, maxAttempts, 'lease expired');
+          // A worker already known dead keeps the reason it died with (e.g. its exit code and last line).
+          await c.query(
+            `UPDATE workers SET reason = CASE WHEN state = 'unhealthy' THEN reason ELSE 'lease-expired' END,
+               state = 'unhealthy' WHERE id = $1`,
+            [id],
+          );
+          total.workerIds.push(id);
+          total.requeued.push(...sweep.requeued);
+          total.failed.push(...sweep.failed);
+        }
+        return total;
+      });
+    },
+
+    async takeStops(workerId) {
+      const rows = await db.query<{ job_id: string }>(
+        'DELETE FROM job_stops WHERE worker_id = $1 RETURNING job_id, created_at',
+        [workerId],
+      );
+      return rows.map((r) => r.job_id);
+    },
+  };
+}

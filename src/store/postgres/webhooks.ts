@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import { isTerminal, type Job } from '../../domain/index.ts';
+import type { WebhookDelivery, WebhookDeliveryState, WebhookStore } from '../types-webhooks.ts';
+import type { Conn, Db } from './db.ts';
+
+interface DeliveryRow {
+  seq: number;
+  id: string;
+  job_id: string;
+  endpoint_id: string;
+  user_id: string | null;
+  url: string;
+  job: string;
+  state: string;
+  attempts: number;
+  next_attempt_at: number | null;
+  created_at: number;
+  finished_at: number | null;
+}
+
+interface AttemptRow {
+  delivery_id: string;
+  attempt: number;
+  at: number;
+  duration_ms: number;
+  status_code: number | null;
+  error: string | null;
+}
+
+function toDelivery(r: DeliveryRow): WebhookDelivery {
+  return {
+    id: r.id,
+    jobId: r.job_id,
+    endpointId: r.endpoint_id,
+    userId: r.user_id,
+    url: r.url,
+    job: JSON.parse(r.job) as Job,
+    state: r.state as WebhookDeliveryState,
+    attempts: r.attempts,
+    nextAttemptAt: r.next_attempt_at,
+    createdAt: r.created_at,
+    finishedAt: r.finished_at,
+  };
+}
+
+/**
+ * Called inside the transaction of a final transition (contract in types-webhooks.ts), so a finished job and its
+ * pending delivery commit together. Jobs without a webhook, or not final, are skipped: callers pass every job a verb
+ * changed.
+ */
+export async function enqueueWebhooks(c: Conn, jobs: Iterable<Job>): Promise<void> {
+  for (const job of jobs) {
+    if (job.webhook === null || !isTerminal(job.status)) continue;
+    const at = job.completedAt ?? 0;
+    // Input and s3Config stay out of the copy: not part of the payload, and s3Config carries credentials.
+    const snapshot: Job = { ...job, inputJson: 'null', s3ConfigJson: null, policyJson: null };
+    await c.query(
+      `INSERT INTO webhook_deliveries (id, job_id, endpoint_id, user_id, url, job, state, next_attempt_at, created_at)
+       VALUES ($1, $2, $3, (SELECT user_id FROM endpoints WHERE id = $3), $4, $5, 'pending', $6, $6)`,
+      [randomUUID(), job.id, job.endpointId, job.webhook, JSON.stringify(snapshot), at],
+    );
+  }
+}
+
+type WebhookVerbs = WebhookStore;
+
+export function webhookVerbs(db: Db): WebhookVerbs {
+  return {
+    async claimWebhookDeliveries(now, limit, leaseMs) {
+      // SKIP LOCKED: two nodes claiming at once split the due deliveries instead of waiting on each other.
+      const rows = await db.query<DeliveryRow>(
+        `WITH due AS (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $1
+                      ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+         UPDATE webhook_deliveries d SET next_attempt_at = $3 FROM due WHERE d.id = due.id RETURNING d.*`,
+        [now, limit, now + leaseMs],
+      );
+      return rows.sort((a, b) => a.created_at - b.created_at || a.seq - b.seq).map(toDelivery);
+    },
+
+    recordWebhookAttempt(deliveryId, a, next) {
+      return db.tx(async (c) => {
+        const finishedAt = next.state === 'pending' ? null : a.at + a.durationMs;
+        const changed = await c.query(
+          `UPDATE webhook_deliveries SET attempts = $1, state = $2, next_attempt_at = $3, finished_at = $4
+           WHERE id = $5 AND attempts = $6 AND state = 'pending'`,
+          [
+            a.attempt,
+            next.state,
+            next.state === 'pending' ? next.nextAttemptAt : null,
+            finishedAt,
+            deliveryId,
+            a.attempt - 1,
+          ],
+        );
+        if (changed.rowCount === 0) return false;
+        await c.query(
+          `INSERT INTO webhook_attempts (delivery_id, attempt, at, duration_ms, status_code, error)
+           VALUES ($1, $2, $3, $4, $5, $6)`,
+          [deliveryId, a.attempt, a.at, a.durationMs, a.statusCode, a.error],
+        );
+        return true;
+      });
+    },
+
+    async releaseWebhookDelivery(deliveryId, dueAt) {
+      await db.query(`UPDATE webhook_deliveries SET next_attempt_at = $1 WHERE id = $2 AND state = 'pending'`, [
+        dueAt,
+        deliveryId,
+      ]);
+    },
+
+    async listWebhookDeliveries(endpointId, jobId) {
+      const rows = await db.query<DeliveryRow>(
+        'SELECT * FROM webhook_deliveries WHERE job_id = $1 AND endpoint_id = $2 ORDER BY created_at, seq',
+        [jobId, endpointId],
+      );
+      if (rows.length === 0) return [];
+      const attempts = await db.query<AttemptRow>(
+        'SELECT * FROM webhook_attempts WHERE delivery_id = ANY($1) ORDER BY delivery_id, attempt',
+        [rows.map((r) => r.id)],
+      );
+      return rows.map((r) => ({
+        ...toDelivery(r),
+        attemptLog: attempts
+          .filter((a) => a.delivery_id === r.id)
+          .map((a) => ({
+            attempt: a.attempt,
+            at: a.at,
+            durationMs: a.duration_ms,
+            statusCode: a.status_code,
+            error: a.error,
+          })),
+      }));
+    },
+
+    pruneWebhookDeliveries(before, limit) {
+      return db.tx(async (c) => {
+        const gone = await c.query<{ id: string }>(
+          `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries
+             WHERE finished_at IS NOT NULL AND finished_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING id`,
+          [before, limit],
+        );
+        const ids = gone.rows.map((r) => r.id);
+        if (ids.length > 0) await c.query('DELETE FROM webhook_attempts WHERE delivery_id = ANY($1)', [ids]);
+        return ids.length;
+      });
+    },
+
+    setWebhookSecret(userId, secret, onlyIfMissing) {
+      // One field edited in place: other settings in the user's document are never overwritten. Two nodes creating
+      // a secret lazily at once agree on the first: the second UPDATE waits for the first, re-checks its condition
+      // and changes nothing; the SELECT after it (a fresh snapshot) reads the winner.
+      return db.tx(async (c) => {
+        await c.query(
+          `UPDATE users SET doc = jsonb_set(doc::jsonb, '{webhookSecret}', to_jsonb($1::text))::text
+           WHERE id = $2 AND (NOT $3::boolean OR doc::jsonb->>'webhookSecret' IS NULL)`,
+          [secret, userId, onlyIfMissing],
+        );
+        const rows = await c.query<{ s: string | null }>(
+          `SELECT doc::jsonb->>'webhookSecret' AS s FROM users WHERE id = $1`,
+          [userId],
+        );
+        return rows.rows[0]?.s ?? null;
+      });
+    },
+  };
+}

@@ -1,0 +1,323 @@
+// The web console (console/, served at /console) in a real browser: Debian's Chromium driven by playwright-core,
+// against a server whose supervisor runs real worker processes (process executor, examples/echo-ts).
+//
+// Without /usr/bin/chromium the suite is skipped with a printed reason (.ci/run installs it). With
+// WHARF_CONSOLE_SCREENSHOTS=1 it also writes the screenshots of docs/console/*.png.
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { closeFleet, ECHO_TEMPLATE, startFleet, type Fleet } from '../helpers/fleet.ts';
+import { NODE, ROOT } from '../helpers/processes.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const HAS_CHROMIUM = existsSync(CHROMIUM);
+if (!HAS_CHROMIUM) {
+  process.stdout.write(`skipping the console e2e tests: ${CHROMIUM} is missing (apt-get install -y chromium)\n`);
+}
+const SHOTS = process.env['WHARF_CONSOLE_SCREENSHOTS'] === '1' ? join(ROOT, 'docs/console') : null;
+
+/** Newest modification time of the files under `path`. */
+function newest(path: string): number {
+  const info = statSync(path);
+  if (!info.isDirectory()) return info.mtimeMs;
+  return Math.max(0, ...readdirSync(path).map((name) => newest(join(path, name))));
+}
+
+/** Build console/dist unless it is newer than every source it is built from (npm ci/install builds it too). */
+function ensureBuilt(): void {
+  const index = join(ROOT, 'console/dist/index.html');
+  const sources = ['console/src', 'console/index.html', 'console/vite.config.ts', 'console/public', 'src/sdk/client'];
+  const built = existsSync(index) ? statSync(index).mtimeMs : 0;
+  if (built > Math.max(...sources.map((s) => newest(join(ROOT, s))))) return;
+  execFileSync(NODE, [join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'console/vite.config.ts'], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
+}
+
+describe.skipIf(!HAS_CHROMIUM)('web console', () => {
+  let fleet: Fleet;
+  let context: BrowserContext;
+  let page: Page;
+  let profile: string;
+  let endpointId = '';
+  const consoleErrors: string[] = [];
+
+  const shot = async (name: string, target: Page = page) => {
+    if (!SHOTS) return;
+    mkdirSync(SHOTS, { recursive: true });
+    await target.evaluate(() => window.scrollTo(0, 0));
+    await target.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  };
+  const alert = (): Locator => page.getByRole('alert');
+  const go = (path: string) => page.goto(`${fleet.url}/console${path}`);
+
+  beforeAll(async () => {
+    ensureBuilt();
+    fleet = await startFleet();
+    profile = mkdtempSync(join(tmpdir(), 'wharf-chromium-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+      viewport: { width: 1280, height: 860 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.setDefaultTimeout(15_000);
+    page.on('console', (m) => {
+      if (m.type() === 'error') consoleErrors.push(m.text());
+    });
+    page.on('pageerror', (e) => consoleErrors.push(e.message));
+  }, 60_000);
+
+  afterAll(async () => {
+    await context?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    if (fleet) await closeFleet(fleet);
+  }, 30_000);
+
+  it('serves the built console with content types, client-side routes and no key', async () => {
+    const index = await fetch(`${fleet.url}/console/endpoints/some-id/logs`);
+    expect(index.status).toBe(200);
+    expect(index.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await index.text();
+    const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+    const style = /href="(\/console\/assets\/[^"]+\.css)"/.exec(html)?.[1];
+    expect(script).toBeDefined();
+    const js = await fetch(`${fleet.url}${script}`);
+    expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(js.headers.get('cache-control')).toContain('immutable');
+    expect((await fetch(`${fleet.url}${style}`)).headers.get('content-type')).toMatch(/^text\/css/);
+    expect((await fetch(`${fleet.url}/console/favicon.svg`)).headers.get('content-type')).toBe('image/svg+xml');
+    expect((await fetch(`${fleet.url}/console/assets/missing.js`)).status).toBe(404);
+    expect((await fetch(`${fleet.url}/console/..%2f..%2fpackage.json`)).status).toBe(404);
+  });
+
+  it('signs in with an API key (a wrong one shows the server message), kept in sessionStorage', async () => {
+    await go('/');
+    await shot('sign-in');
+    const key = page.getByLabel('API key');
+    await key.fill('wharf_not_a_real_key');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => alert().textContent()).toContain('Missing or invalid API key');
+
+    await key.fill(fleet.key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Endpoints', level: 1 }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('wharf.console.apiKey'))).toBe(fleet.key);
+    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+  });
+
+  it('creates a template; a taken name shows the server message', async () => {
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Templates' }).click();
+    const form = page.getByRole('form', { name: 'New template' });
+    const fill = async () => {
+      await form.getByLabel('Name').fill('echo-ts');
+      await form.getByLabel('Image').fill(ECHO_TEMPLATE.imageName);
+      await form.getByLabel('Start command').fill(ECHO_TEMPLATE.dockerStartCmd.join('\n'));
+      await form.getByLabel('Environment').fill('WHARF_WORKER_RETRY_BASE_MS=100');
+      await form.getByRole('button', { name: 'Create template' }).click();
+    };
+    await fill();
+    await page.getByRole('status').filter({ hasText: 'Template echo-ts created.' }).waitFor();
+    await page.getByRole('cell', { name: 'node worker.ts' }).waitFor();
+    await shot('templates');
+    await fill();
+    await expect.poll(() => alert().textContent()).toContain('A template named echo-ts already exists');
+  });
+
+  it('creates an endpoint with the form (checked before sending)', async () => {
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Endpoints' }).click();
+    await page.getByRole('link', { name: 'New endpoint' }).click();
+    const form = page.getByRole('form', { name: 'Create endpoint' });
+    await form.getByLabel('Name', { exact: true }).fill('console-e2e');
+    await form.getByLabel('Maximum workers').fill('1');
+    await form.getByLabel('Idle timeout (s)').fill('0');
+    await form.getByRole('button', { name: 'Create endpoint' }).click();
+    // Checked in the browser: the bad field says why and gets the focus.
+    const idle = form.getByLabel('Idle timeout (s)');
+    await expect.poll(() => idle.getAttribute('aria-invalid')).toBe('true');
+    expect(await form.textContent()).toContain('Idle timeout must be between 1 and 3600.');
+    expect(await idle.evaluate((el) => el === document.activeElement)).toBe(true);
+
+    await idle.fill('60');
+    await form.getByRole('button', { name: 'Create endpoint' }).click();
+    await page.getByRole('heading', { name: /console-e2e/, level: 1 }).waitFor();
+    endpointId = /\/console\/endpoints\/([^/]+)/.exec(page.url())![1]!;
+    const created = await fleet.api('GET', `/v1/endpoints/${endpointId}`);
+    expect(created.json).toMatchObject({ name: 'console-e2e', computeType: 'CPU', workersMax: 1, idleTimeout: 60 });
+  });
+
+  it('runs a job and shows its streamed output; bad input shows why', async () => {
+    await page.getByRole('link', { name: 'Run' }).click();
+    const input = page.getByLabel('Input (JSON)');
+    await input.fill('{"stream": ');
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    expect(await page.getByRole('form', { name: 'Run a job' }).textContent()).toContain('The input is not valid JSON');
+
+    // A rule only the server knows: its message is shown as it sent it.
+    await input.fill('{"stream": 3}');
+    await page.getByText('Options').click();
+    await page.getByLabel('Webhook URL').fill('ftp://example.test/hook');
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await expect.poll(() => alert().textContent()).toContain('webhook must use http or https');
+
+    await page.getByLabel('Webhook URL').fill('');
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    const stream = page.getByRole('log', { name: 'Streamed output' });
+    await expect.poll(() => stream.getByRole('listitem').count(), { timeout: 30_000 }).toBe(3);
+    expect(await stream.textContent()).toContain('{"chunk":2}');
+    await page.locator('.run-result .badge', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
+    await shot('run-job');
+
+    // Sync: /runsync answers with the result.
+    await page.getByRole('radio', { name: /Sync/ }).check();
+    await input.fill('{"hello": "sync"}');
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await expect.poll(() => page.getByTestId('output').textContent(), { timeout: 20_000 }).toContain('"hello": "sync"');
+    await page.getByRole('radio', { name: /Async/ }).check();
+  });
+
+  it('cancels a running job from the run panel', async () => {
+    await page.getByLabel('Input (JSON)').fill('{"sleepMs": 20000}');
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await page.locator('.run-result .badge', { hasText: 'in progress' }).waitFor({ timeout: 20_000 });
+    await page.getByRole('button', { name: 'Cancel job' }).click();
+    await page.locator('.run-result .badge', { hasText: 'cancelled' }).waitFor();
+  });
+
+  it('shows the worker and its state, recent jobs and live charts', async () => {
+    await page.getByRole('link', { name: 'Overview' }).click();
+    // A few more jobs, for the charts and percentiles.
+    for (const sleepMs of [100, 200, 300, 400, 500, 600]) await fleet.run(endpointId, { sleepMs });
+    const worker = page.locator('tr[data-worker-id]');
+    await worker.first().waitFor({ timeout: 20_000 });
+    await page.locator('tr[data-worker-id][data-state="idle"]').waitFor({ timeout: 20_000 });
+    await expect.poll(() => page.getByRole('img', { name: /^Queue depth:/ }).count()).toBe(1);
+    await page.waitForTimeout(4500); // a few more points on the charts
+    await shot('endpoint-overview');
+
+    await page.getByRole('link', { name: 'Jobs' }).click();
+    const rows = page.locator('tr[data-job-id]');
+    await expect.poll(() => rows.count()).toBeGreaterThanOrEqual(2);
+    await page.getByRole('cell', { name: 'completed' }).first().waitFor();
+    await page.locator('tr[data-job-id]', { hasText: 'completed' }).getByRole('button').first().click();
+    await page.getByRole('heading', { name: /^Job / }).waitFor();
+    await shot('endpoint-jobs');
+
+    await go('/endpoints');
+    const row = page.locator(`tr[data-endpoint-id="${endpointId}"]`);
+    await row.waitFor();
+    await expect.poll(() => row.textContent()).toContain('1 idle');
+    await shot('endpoints');
+  });
+
+  it('follows the worker logs', async () => {
+    await go(`/endpoints/${endpointId}/logs`);
+    const log = page.getByRole('log', { name: 'Worker output' });
+    await expect.poll(() => log.locator('li:not(.muted)').count(), { timeout: 15_000 }).toBeGreaterThan(0);
+    const before = await log.locator('li:not(.muted)').count();
+    // A new job's lines arrive while following, without a reload.
+    await fleet.run(endpointId, { progress: true });
+    await expect.poll(() => log.locator('li:not(.muted)').count(), { timeout: 15_000 }).toBeGreaterThan(before);
+    await shot('endpoint-logs');
+  });
+
+  it('edits a setting; a bad value is refused before sending', async () => {
+    await page.getByRole('link', { name: 'Settings' }).click();
+    const form = page.getByRole('form', { name: 'Save settings' });
+    await form.getByLabel('Minimum workers').fill('3');
+    await form.getByLabel('Maximum workers').fill('2');
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(() => form.textContent()).toContain('Minimum workers cannot be more than maximum workers.');
+
+    await form.getByLabel('Minimum workers').fill('0');
+    await form.getByLabel('Scaler value').fill('2');
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('status').filter({ hasText: 'Settings saved.' }).waitFor();
+    const after = await fleet.api('GET', `/v1/endpoints/${endpointId}`);
+    expect(after.json).toMatchObject({ workersMin: 0, workersMax: 2, scalerValue: 2 });
+    // The form shows what was saved.
+    expect(await form.getByLabel('Maximum workers').inputValue()).toBe('2');
+    await shot('endpoint-settings');
+  });
+
+  it('manages volumes, registry credentials (password write-only) and keys; shows billing', async () => {
+    await go('/volumes');
+    await page.getByLabel('Name', { exact: true }).fill('models');
+    await page.getByLabel('Size (GB)').fill('50');
+    await page.getByRole('button', { name: 'Create volume' }).click();
+    await page.getByRole('cell', { name: '50 GB' }).waitFor();
+    await shot('volumes');
+
+    await go('/registry');
+    await page.getByLabel('Name', { exact: true }).fill('ghcr');
+    await page.getByLabel('User name').fill('octocat');
+    await page.getByLabel('Password or token').fill('s3cret-token');
+    await page.getByRole('button', { name: 'Store credentials' }).click();
+    await page.getByRole('rowheader', { name: 'ghcr' }).waitFor();
+    expect(await page.getByLabel('Password or token').inputValue()).toBe('');
+    expect(await page.content()).not.toContain('s3cret-token');
+    await shot('registry');
+
+    await go('/keys');
+    await page.getByLabel('Name', { exact: true }).fill('ci');
+    await page.getByLabel('Scope').selectOption('read');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const newKey = await page.getByLabel('New API key').inputValue();
+    expect(newKey).toMatch(/^wharf_/);
+    await page.getByRole('rowheader', { name: 'ci' }).waitFor();
+    await shot('keys');
+
+    await go('/billing');
+    await page.getByRole('img', { name: /^Worker cost per hour/ }).waitFor();
+    await page.getByRole('rowheader', { name: 'console-e2e' }).waitFor();
+    await shot('billing');
+  });
+
+  it('works on a narrow screen and with the keyboard', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await go('/endpoints');
+    await page.locator(`tr[data-endpoint-id="${endpointId}"]`).waitFor();
+    // The menu folds behind a button; Tab reaches it after the skip link and the brand.
+    const menu = page.getByRole('button', { name: 'Menu' });
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    await menu.focus();
+    await page.keyboard.press('Enter');
+    expect(await menu.getAttribute('aria-expanded')).toBe('true');
+    await shot('narrow-menu');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Templates', level: 1 }).waitFor();
+    expect(await menu.getAttribute('aria-expanded')).toBe('false');
+    await go('/endpoints');
+    await page.locator(`tr[data-endpoint-id="${endpointId}"]`).waitFor();
+    await shot('narrow-endpoints');
+    await page.setViewportSize({ width: 1280, height: 860 });
+  });
+
+  it('shows the server message instead of a blank page, and signs out', async () => {
+    await go('/endpoints/no-such-endpoint');
+    await expect.poll(() => alert().first().textContent()).toContain('Endpoint no-such-endpoint not found');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('wharf.console.apiKey'))).toBeNull();
+    // Nothing went wrong in the page itself (failed requests the tests caused are not page errors).
+    expect(consoleErrors.filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
+  });
+});

@@ -1,0 +1,61 @@
+// Connection loss (docs/multinode.md): a node whose PostgreSQL goes away answers 503 STORE_UNAVAILABLE with a clear
+// message, steps down as leader, and serves again — as leader if no one else is — once the database returns.
+
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { dropSchemas, newSchema, pgUnavailable, startPgProxy } from '../helpers/postgres.ts';
+import { createEndpoint, startTestServer, type TestServer } from '../helpers/server.ts';
+
+const unavailable = await pgUnavailable('PostgreSQL outage test');
+afterAll(dropSchemas);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function readyz(t: TestServer): Promise<{ status: number; json: any }> {
+  return t.api('GET', '/readyz', undefined, { key: null });
+}
+
+async function until(pred: () => Promise<boolean>, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await pred())) {
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+    await sleep(50);
+  }
+}
+
+describe.skipIf(unavailable !== null)('a node that loses PostgreSQL', () => {
+  it('answers 503 STORE_UNAVAILABLE, keeps nothing half-done, and recovers when the database returns', async () => {
+    const proxy = await startPgProxy();
+    const schema = newSchema();
+    const t = await startTestServer({
+      store: proxy.url(schema),
+      secretKey: randomBytes(32).toString('base64'),
+      rateLimits: 'on',
+    });
+    try {
+      await until(async () => (await readyz(t)).json?.leader === true, 10_000, 'the only node leads');
+      const ep = await createEndpoint(t);
+      const before = await t.api('POST', `/v2/${ep}/run`, { input: { n: 1 } });
+      expect(before.status).toBe(200);
+
+      await proxy.cut();
+      const run = await t.api('POST', `/v2/${ep}/run`, { input: { n: 2 } });
+      expect(run.status).toBe(503);
+      expect(run.json).toMatchObject({ code: 'STORE_UNAVAILABLE' });
+      expect(run.json.message).toMatch(/PostgreSQL is unreachable/);
+      expect((await t.api('GET', `/v2/${ep}/status/${before.json.id}`)).status).toBe(503);
+      expect((await readyz(t)).status).toBe(503);
+
+      await proxy.restore();
+      await until(async () => (await readyz(t)).json?.leader === true, 10_000, 'ready and leading again');
+      expect((await t.api('GET', `/v2/${ep}/status/${before.json.id}`)).json.status).toBe('IN_QUEUE');
+      const after = await t.api('POST', `/v2/${ep}/run`, { input: { n: 3 } });
+      expect(after.status).toBe(200);
+      // The refused submission left nothing behind: the queue holds exactly the two acknowledged jobs.
+      expect((await t.api('GET', `/v2/${ep}/health`)).json.jobs.inQueue).toBe(2);
+    } finally {
+      await t.close();
+      await proxy.close();
+    }
+  });
+});

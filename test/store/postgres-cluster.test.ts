@@ -1,0 +1,167 @@
+// PostgreSQL-only behaviour (STYLE.md habit 3: why these are not in the contract): the migration ledger shared by
+// nodes that start together, connection loss mapped to STORE_UNAVAILABLE with recovery, and the multi-node pieces
+// that only a shared database has — LISTEN/NOTIFY wake-ups and advisory-lock leader election.
+
+import pg from 'pg';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { Bus } from '../../src/engine/index.ts';
+import { WharfError } from '../../src/errors/index.ts';
+import { openPostgresStore, type ClusterNode, type PostgresStore } from '../../src/store/index.ts';
+import { dropSchemas, newSchema, PG_URL, pgUnavailable, startPgProxy, type PgProxy } from '../helpers/postgres.ts';
+import { newJob, worker } from './contract.ts';
+
+const unavailable = await pgUnavailable('PostgreSQL store specifics');
+const open: PostgresStore[] = [];
+const proxies: PgProxy[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((s) => s.close()));
+  await Promise.all(proxies.splice(0).map((p) => p.close()));
+});
+afterAll(dropSchemas);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const T0 = 1_700_000_000_000;
+const ep = 'eppg0000000001';
+
+function store(schema: string, url = PG_URL): PostgresStore {
+  const s = openPostgresStore({ url, schema, poolSize: 4 });
+  open.push(s);
+  return s;
+}
+
+async function proxy(): Promise<PgProxy> {
+  const p = await startPgProxy();
+  proxies.push(p);
+  return p;
+}
+
+async function until(pred: () => boolean, ms: number, what: string): Promise<number> {
+  const start = Date.now();
+  while (!pred()) {
+    if (Date.now() - start > ms) throw new Error(`timed out: ${what}`);
+    await sleep(10);
+  }
+  return Date.now() - start;
+}
+
+describe.skipIf(unavailable !== null)('postgres specifics', () => {
+  it('nodes migrating one schema at once apply each migration once; a newer schema is refused', async () => {
+    const schema = newSchema();
+    const stores = Array.from({ length: 5 }, () => store(schema));
+    await Promise.all(stores.map((s) => s.migrate()));
+    const v = await stores[0]!.schemaVersion();
+    expect(v.current).toBe(v.latest);
+    const client = new pg.Client({ connectionString: PG_URL });
+    await client.connect();
+    try {
+      const rows = await client.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
+      expect(rows.rows.map((r) => r.version)).toEqual(Array.from({ length: v.latest }, (_, i) => i + 1));
+      await client.query(`INSERT INTO "${schema}".schema_migrations VALUES (9999, 'future', 0)`);
+    } finally {
+      await client.end();
+    }
+    await expect(store(schema).migrate()).rejects.toThrow(/newer|9999/);
+  });
+
+  it('a lost database is STORE_UNAVAILABLE, nothing is half-applied, and the store recovers when it returns', async () => {
+    const p = await proxy();
+    const schema = newSchema();
+    const s = store(schema, p.url(schema));
+    await s.migrate();
+    await s.createUser({ id: 'u1', name: 'a', isAdmin: false, createdAt: T0 });
+    await s.upsertWorker(worker('w1', ep));
+    const jobs = [];
+    for (let i = 0; i < 40; i++) jobs.push(await s.submitJob(newJob(ep, { webhook: 'http://127.0.0.1:9/h' })));
+    await s.takeJobs(ep, 'w1', 40, T0 + 1);
+
+    // Finishing (job row + webhook delivery row, one transaction each) while the connection is cut.
+    const done = { status: 'COMPLETED', outputJson: '1', errorJson: null, stopPod: false } as const;
+    const finishing = Promise.allSettled(jobs.map((j) => s.finishJob(ep, j.id, 'w1', done, T0 + 2)));
+    await sleep(5);
+    await p.cut();
+    const settled = await finishing;
+    const refused = settled.filter((r) => r.status === 'rejected');
+    for (const r of refused) expect((r.reason as WharfError).code).toBe('STORE_UNAVAILABLE');
+
+    const down = await s.getJob(ep, jobs[0]!.id).catch((e: unknown) => e);
+    expect(down).toBeInstanceOf(WharfError);
+    expect(down).toMatchObject({ code: 'STORE_UNAVAILABLE', status: 503 });
+    await expect(s.submitJob(newJob(ep))).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    await expect(s.ping()).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+
+    await p.restore();
+    await s.ping();
+    for (const j of jobs) {
+      const job = await s.getJob(ep, j.id);
+      const hooks = await s.listWebhookDeliveries(ep, j.id);
+      // Either both the final state and its delivery committed, or neither did.
+      expect(hooks.length, j.id).toBe(job?.status === 'COMPLETED' ? 1 : 0);
+      if (job?.status !== 'COMPLETED') expect((await s.finishJob(ep, j.id, 'w1', done, T0 + 3)).ok).toBe(true);
+    }
+    expect((await s.jobCounts(ep)).completed).toBe(40);
+  });
+
+  it('LISTEN/NOTIFY wakes waiters on another node, and again after its connection came back', async () => {
+    const p = await proxy();
+    const schema = newSchema();
+    const a = store(schema);
+    await a.migrate();
+    const b = store(schema, p.url(schema));
+    const [busA, busB] = [new Bus(), new Bus()];
+    await a.cluster().bridge(busA);
+    await b.cluster().bridge(busB);
+
+    const woken = busB.arm('job:x', 5000);
+    const started = Date.now();
+    busA.publish('job:x');
+    expect(await woken.promise).toBe(true);
+    expect(Date.now() - started).toBeLessThan(500);
+
+    // B's LISTEN connection drops: a waiter armed meanwhile is woken once it is back (wake-ups may have been lost)...
+    await p.cut();
+    const during = busB.arm('job:y', 10_000);
+    await p.restore();
+    expect(await during.promise).toBe(true);
+    // ...and wake-ups from A reach B again.
+    const after = busB.arm('job:z', 5000);
+    busA.publish('job:z');
+    expect(await after.promise).toBe(true);
+    busA.close();
+    busB.close();
+  });
+
+  it('elects one leader; hands over when the leader loses its connection or stops', async () => {
+    const schema = newSchema();
+    await store(schema).migrate();
+    const ps = await Promise.all([proxy(), proxy(), proxy()]);
+    const log: string[] = [];
+    const nodes: ClusterNode[] = ps.map((p, i) => {
+      const node = store(schema, p.url(schema)).cluster({ retryMs: 100 });
+      node.elect({
+        gain: async () => void log.push(`gain ${i}`),
+        lose: async () => void log.push(`lose ${i}`),
+      });
+      return node;
+    });
+    const leaders = () => nodes.filter((n) => n.isLeader);
+    await until(() => leaders().length === 1, 5000, 'a leader');
+    await sleep(300);
+    expect(leaders()).toHaveLength(1);
+
+    // The leader's database connection is cut: it steps down at once and another node leads.
+    const first = nodes.indexOf(leaders()[0]!);
+    await ps[first]!.cut();
+    const handOver = await until(() => leaders().length === 1 && !nodes[first]!.isLeader, 5000, 'a hand-over');
+    expect(log).toContain(`lose ${first}`);
+    expect(handOver).toBeLessThan(3000);
+    await ps[first]!.restore();
+    await sleep(500);
+    expect(leaders()).toHaveLength(1);
+
+    // A leader that stops gives the lock back: the next one leads within a retry or two.
+    const second = leaders()[0]!;
+    await second.stop();
+    expect(await until(() => leaders().length === 1, 3000, 'the next leader')).toBeLessThan(1000);
+    expect(second.isLeader).toBe(false);
+  });
+});
