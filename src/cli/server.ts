@@ -242,7 +242,14 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       // Workers first: on SIGTERM they finish running jobs and post results to the still-open server.
       await supervisor?.stop();
       bus.close();
-      await app.close();
+      // A connection that falls idle while closing (a long poll or a stream just answered) would hold the close
+      // until its keep-alive timeout (65 s): close such connections as they appear.
+      const reaper = setInterval(() => app.server.closeIdleConnections(), 100);
+      try {
+        await app.close();
+      } finally {
+        clearInterval(reaper);
+      }
       // An attempt cut off here is handed back (not counted) and runs again after the restart.
       await webhooks.stop({ timeoutMs: Math.min(config.shutdownGraceMs, 1000) });
       metrics.stop();

@@ -214,9 +214,10 @@ export class ProcessExecutor implements Executor {
     if (orphanMembers(record).length === 0) return false;
     // Not our child, so there is no exit event to wait for: poll /proc until the group is gone.
     const gone = async (ms: number): Promise<boolean> => {
-      const deadline = Date.now() + ms;
+      // performance.now(): a wall-clock step must not stretch or skip the wait.
+      const deadline = performance.now() + ms;
       while (orphanMembers(record).length > 0) {
-        if (Date.now() >= deadline) return false;
+        if (performance.now() >= deadline) return false;
         await sleep(ORPHAN_POLL_MS);
       }
       return true;

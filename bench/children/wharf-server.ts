@@ -1,0 +1,179 @@
+// The server under test: a real Wharf (startServer, the same assembly as `wharf serve`) in its own process, so the
+// harness's load generator and the workers do not share its event loop. Answers the harness over IPC: memory, disk,
+// a completion counter, seeding the store, in-process SDK workers and CPU profiles of a measured window.
+
+import { statSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { DatabaseSync } from 'node:sqlite';
+import { startServer } from '../../src/cli/index.ts';
+import { loadConfig } from '../../src/config/index.ts';
+import { newJobId, RETENTION } from '../../src/domain/index.ts';
+import type { WorkerHandle } from '../../src/sdk/worker/index.ts';
+import { memory, payload, serveParent } from '../lib/child.ts';
+import { startSdkWorkers } from './sdk-workers.ts';
+
+interface Payload {
+  overrides: Record<string, unknown>;
+}
+
+// Commits and the time the event loop spent inside them (node:sqlite commits synchronously, fsync included), and
+// the writes they carried (one SAVEPOINT each): counted by wrapping exec in this process only.
+const commits = { commits: 0, commitMs: 0, commitUserMs: 0, commitSysMs: 0, writes: 0 };
+// eslint-disable-next-line @typescript-eslint/unbound-method -- re-bound with .call below
+const exec = DatabaseSync.prototype.exec;
+DatabaseSync.prototype.exec = function (this: DatabaseSync, sql: string): void {
+  if (sql === 'COMMIT') {
+    const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
+    try {
+      exec.call(this, sql);
+      return;
+    } finally {
+      const cpu = process.cpuUsage(cpu0);
+      commits.commits++;
+      commits.commitMs += performance.now() - t0;
+      commits.commitUserMs += cpu.user / 1000;
+      commits.commitSysMs += cpu.system / 1000;
+    }
+  }
+  if (sql === 'SAVEPOINT w') commits.writes++;
+  exec.call(this, sql);
+};
+
+const { overrides } = payload<Payload>();
+const config = loadConfig({ argv: [], env: {}, overrides });
+const server = await startServer(config, { silent: overrides['logLevel'] === 'silent' });
+
+// Terminal jobs, counted in memory (a COUNT(*) over the jobs table per poll would load the server being measured).
+let completed = 0;
+let lastCompletedAt = 0;
+const waiters = new Set<() => void>();
+server.engine.onTerminal(() => {
+  completed++;
+  lastCompletedAt = performance.timeOrigin + performance.now();
+  for (const w of waiters) w();
+});
+
+let workers: WorkerHandle[] = [];
+const profiler = new Session();
+
+function dbBytes(): number {
+  let total = 0;
+  for (const suffix of ['', '-wal', '-shm']) {
+    try {
+      total += statSync(join(config.dataDir, `wharf.db${suffix}`)).size;
+    } catch {
+      // not there
+    }
+  }
+  return total;
+}
+
+serveParent(
+  {
+    mem: () => memory(),
+    /** Commit counters since the last call (then reset). */
+    commits: () => {
+      const out = { ...commits };
+      for (const k of Object.keys(commits) as Array<keyof typeof commits>) commits[k] = 0;
+      return out;
+    },
+    disk: () => dbBytes(),
+    waiters: () => server.engine.bus.waiterCount(),
+    completed: () => ({ completed, lastCompletedAt }),
+    resetCompleted: () => {
+      completed = 0;
+      lastCompletedAt = 0;
+      return null;
+    },
+    /** Resolves once `target` jobs reached a final state (or after timeoutMs). */
+    waitCompleted: ({ target, timeoutMs }: { target: number; timeoutMs: number }) =>
+      new Promise((resolve) => {
+        const done = (): void => {
+          if (completed < target) return;
+          finish();
+        };
+        const finish = (): void => {
+          waiters.delete(done);
+          clearTimeout(timer);
+          resolve({ completed, lastCompletedAt });
+        };
+        const timer = setTimeout(finish, timeoutMs);
+        waiters.add(done);
+        done();
+      }),
+    /** Queue `count` no-op jobs through the store API, `chunk` submissions per group commit. */
+    seed: async ({ endpointId, count, chunk }: { endpointId: string; count: number; chunk: number }) => {
+      const t0 = performance.now();
+      const policy = server.engine.resolvePolicy(0, undefined);
+      for (let done = 0; done < count;) {
+        const n = Math.min(chunk, count - done);
+        const now = server.engine.clock.now();
+        const batch: Array<Promise<unknown>> = [];
+        for (let i = 0; i < n; i++) {
+          batch.push(
+            server.store.submitJob({
+              id: newJobId(config.nodeId, false),
+              endpointId,
+              inputJson: '{"n":1}',
+              webhook: null,
+              policy,
+              policyGiven: false,
+              policyJson: null,
+              s3ConfigJson: null,
+              mode: 'async',
+              retentionMs: RETENTION.async,
+              createdAt: now,
+            }),
+          );
+        }
+        await Promise.all(batch);
+        done += n;
+      }
+      return { ms: performance.now() - t0 };
+    },
+    /** How long the store's whole-queue reads take (each blocks the event loop while it runs). */
+    storeTimings: async ({ endpointId }: { endpointId: string }) => {
+      const time = async (fn: () => Promise<unknown>): Promise<number> => {
+        const t0 = performance.now();
+        await fn();
+        return performance.now() - t0;
+      };
+      return {
+        jobCounts: await time(() => server.store.jobCounts(endpointId)),
+        queueSnapshot: await time(() => server.store.queueSnapshot(endpointId)),
+        activeEndpointIds: await time(() => server.store.activeEndpointIds()),
+      };
+    },
+    startWorkers: (args: { endpointId: string; n: number; concurrency: number; idPrefix: string }) => {
+      workers = startSdkWorkers({ url: server.url, key: config.adminKey!, ...args });
+      return null;
+    },
+    stopWorkers: async () => {
+      await Promise.all(workers.map((w) => w.stop({ timeoutMs: 2000 })));
+      workers = [];
+      return null;
+    },
+    profileStart: async () => {
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.setSamplingInterval', { interval: 200 });
+      await profiler.post('Profiler.start');
+      return null;
+    },
+    profileStop: async ({ path }: { path: string }) => {
+      const { profile } = await profiler.post('Profiler.stop');
+      writeFileSync(path, JSON.stringify(profile));
+      profiler.disconnect();
+      return null;
+    },
+  },
+  async () => {
+    await Promise.all(workers.map((w) => w.stop({ timeoutMs: 1000 })));
+    await server.close();
+  },
+);
+
+process.send!({ ready: true, url: server.url, pid: process.pid });

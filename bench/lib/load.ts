@@ -1,0 +1,170 @@
+// The in-process load generator: a closed loop of `concurrency` virtual clients on one undici Pool (keep-alive,
+// one socket per client), each sending its next request as soon as the previous answer was read. undici's Pool is
+// the lightest HTTP/1.1 client Node has (no WHATWG streams as in fetch, no per-request agent bookkeeping as in
+// node:http), so it takes the least CPU from the server on a 2-core machine, and the same client measures the
+// baseline and Wharf, which keeps their ratio honest.
+
+import { performance } from 'node:perf_hooks';
+import { Pool } from 'undici';
+import { Samples, type LatencySummary } from './stats.ts';
+
+export interface Req {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: string;
+  headers?: Record<string, string>;
+}
+
+export interface Answer {
+  status: number;
+  text: string;
+}
+
+export interface LoadOptions {
+  pool: Pool;
+  concurrency: number;
+  /** Stop after this long (measured part only). */
+  durationMs?: number;
+  /** Stop after this many requests in total. */
+  total?: number;
+  /** Requests sent (and not measured) before the clock starts. */
+  warmupMs?: number;
+  request: (i: number) => Req;
+  /** Read the body and hand it here (e.g. to collect delayTime); bodies are drained unread otherwise. */
+  onAnswer?: (answer: Answer, latencyMs: number) => void;
+  /** Statuses counted as success (default: 200). */
+  ok?: (status: number) => boolean;
+}
+
+export interface LoadResult {
+  /** Answered requests in the measured window. */
+  requests: number;
+  /** Answered requests including the warm-up (what a server-side counter over the whole run sees). */
+  answered: number;
+  errors: number;
+  firstError: string | null;
+  elapsedMs: number;
+  rps: number;
+  latency: LatencySummary;
+}
+
+export function makePool(url: string, connections: number): Pool {
+  return new Pool(url, {
+    connections,
+    pipelining: 1,
+    keepAliveTimeout: 60_000,
+    // Long polls (take, runsync) are legitimate here: no client-side timeout shorter than theirs.
+    headersTimeout: 120_000,
+    bodyTimeout: 120_000,
+  });
+}
+
+/** One request; never throws for an HTTP status. */
+export async function send(pool: Pool, req: Req, signal?: AbortSignal): Promise<Answer> {
+  const res = await pool.request({
+    method: req.method,
+    path: req.path,
+    body: req.body,
+    headers: req.body === undefined ? req.headers : { 'content-type': 'application/json', ...req.headers },
+    signal,
+  });
+  return { status: res.statusCode, text: await res.body.text() };
+}
+
+export async function closedLoop(opts: LoadOptions): Promise<LoadResult> {
+  const ok = opts.ok ?? ((s: number) => s === 200);
+  const samples = new Samples();
+  let next = 0;
+  let errors = 0;
+  let answered = 0;
+  let firstError: string | null = null;
+  let measuring = !opts.warmupMs;
+  let start = performance.now();
+  // The window starts after the warm-up, however long the warm-up's requests take.
+  let stopAt = measuring && opts.durationMs !== undefined ? start + opts.durationMs : Infinity;
+  if (opts.warmupMs) {
+    setTimeout(() => {
+      measuring = true;
+      start = performance.now();
+      if (opts.durationMs !== undefined) stopAt = start + opts.durationMs;
+    }, opts.warmupMs).unref();
+  }
+  const total = opts.total ?? Infinity;
+
+  const client = async (): Promise<void> => {
+    while (next < total && performance.now() < stopAt) {
+      const i = next++;
+      const req = opts.request(i);
+      const t0 = performance.now();
+      const counted = measuring;
+      try {
+        const res = await opts.pool.request({
+          method: req.method,
+          path: req.path,
+          body: req.body,
+          headers: req.body === undefined ? req.headers : { 'content-type': 'application/json', ...req.headers },
+        });
+        let text = '';
+        if (opts.onAnswer || !ok(res.statusCode)) text = await res.body.text();
+        else await res.body.dump();
+        const ms = performance.now() - t0;
+        if (!ok(res.statusCode)) {
+          errors++;
+          firstError ??= `HTTP ${res.statusCode}: ${text.slice(0, 200)}`;
+          continue;
+        }
+        answered++;
+        if (counted && measuring) {
+          samples.add(ms);
+          opts.onAnswer?.({ status: res.statusCode, text }, ms);
+        }
+      } catch (error) {
+        errors++;
+        firstError ??= (error as Error).message;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: opts.concurrency }, client));
+  const elapsedMs = performance.now() - start;
+  const latency = samples.summary();
+  return {
+    requests: latency.count,
+    answered,
+    errors,
+    firstError,
+    elapsedMs,
+    rps: (latency.count / elapsedMs) * 1000,
+    latency,
+  };
+}
+
+/** The same closed loop around any async operation (the BullMQ comparison adds jobs this way). */
+export async function closedLoopFn(
+  concurrency: number,
+  durationMs: number,
+  op: (i: number) => Promise<unknown>,
+): Promise<LoadResult> {
+  const samples = new Samples();
+  let next = 0;
+  let errors = 0;
+  let firstError: string | null = null;
+  const start = performance.now();
+  const stopAt = start + durationMs;
+  const client = async (): Promise<void> => {
+    while (performance.now() < stopAt) {
+      const t0 = performance.now();
+      try {
+        await op(next++);
+        samples.add(performance.now() - t0);
+      } catch (error) {
+        errors++;
+        firstError ??= (error as Error).message;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, client));
+  const elapsedMs = performance.now() - start;
+  const latency = samples.summary();
+  const requests = latency.count;
+  return { requests, answered: requests, errors, firstError, elapsedMs, rps: (requests / elapsedMs) * 1000, latency };
+}

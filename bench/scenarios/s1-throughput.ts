@@ -1,0 +1,259 @@
+// Scenario 1, async throughput: /run acknowledgements per second (acknowledged = committed), and end-to-end
+// completed jobs per second with N no-op TypeScript-SDK workers on long-poll batch take, with the workers in a
+// process of their own (the fair layout: the server keeps its core) and inside the server process (what a
+// single-process deployment gets: workers and server share one event loop).
+
+import { performance } from 'node:perf_hooks';
+import { spawnChild } from '../lib/child.ts';
+import type { Ctx, Result } from '../lib/context.ts';
+import { closedLoop } from '../lib/load.ts';
+import { pct, ratio, round, sleep, table } from '../lib/stats.ts';
+import { AUTH, profileArgs, startWharf, type ServerWindow, type Wharf } from '../lib/wharf.ts';
+import { LOAD_CONCURRENCY } from './baselines.ts';
+
+export const WORKERS = 4;
+export const WORKER_CONCURRENCY = 16;
+const BODY = '{"input":{"n":1}}';
+
+export interface ThroughputFigures {
+  submitRps: number;
+  submitP50: number;
+  submitP99: number;
+  /** Server CPU per acknowledged /run (µs). */
+  submitCpuUs: number;
+  submitWindow: ServerWindow;
+  e2eSeparate: E2E;
+  e2eInProcess: E2E | null;
+}
+
+export interface E2E {
+  jobs: number;
+  jobsPerS: number;
+  /** Acknowledged /run per second while the workers ran. */
+  submitRps: number;
+  /** Time after the last acknowledgement until the last job completed. */
+  drainMs: number;
+  errors: number;
+  window: ServerWindow;
+  /** Server CPU per completed job (µs); with in-process workers, theirs included. */
+  serverCpuUs: number;
+  /** Worker-host CPU per job (µs), when the workers had a process of their own. */
+  workerCpuUs: number | null;
+}
+
+export async function s1(ctx: Ctx): Promise<Result> {
+  const f = await throughput(ctx, 's1', {}, !ctx.opts.tiny);
+  return throughputResult(ctx, '1', 'Async throughput (SQLite store)', f);
+}
+
+/** Measure submissions and end-to-end rates against a server started with `overrides` (S1; S6 with PostgreSQL). */
+export async function throughput(
+  ctx: Ctx,
+  name: string,
+  overrides: Record<string, unknown>,
+  inProcessToo: boolean,
+): Promise<ThroughputFigures> {
+  const durationMs = ctx.size(5000, 400);
+
+  ctx.log(`${name}: /run submissions, no workers`);
+  const w = await startWharf(ctx, `${name}-submit`, { overrides });
+  const ep = await w.createEndpoint();
+  await w.profileStart();
+  const endSubmit = await w.window();
+  const submit = await closedLoop({
+    pool: w.pool,
+    concurrency: LOAD_CONCURRENCY,
+    durationMs,
+    warmupMs: ctx.size(500, 100),
+    request: () => ({ method: 'POST', path: `/v2/${ep}/run`, body: BODY, headers: AUTH }),
+  });
+  const submitWindow = await endSubmit();
+  await w.profileStop(`${name}-submit`);
+  if (submit.errors > 0) ctx.log(`${name}: ${submit.errors} submission errors, first: ${submit.firstError}`);
+
+  ctx.log(`${name}: end to end, ${WORKERS} SDK workers x ${WORKER_CONCURRENCY} in a separate process`);
+  // A fresh server, so that the jobs queued above do not weigh on this run; a quick run saves the start-up.
+  if (!ctx.opts.quick) await w.close();
+  const separate = await endToEndSeparate(ctx, name, overrides, ctx.opts.quick ? w : null);
+  if (ctx.opts.quick) await w.close();
+
+  let inProcess: E2E | null = null;
+  if (inProcessToo) {
+    ctx.log(`${name}: end to end, the same workers inside the server process`);
+    const w = await startWharf(ctx, `${name}-e2e-inproc`, { overrides });
+    const ep = await w.createEndpoint();
+    await w.child.call('startWorkers', {
+      endpointId: ep,
+      n: WORKERS,
+      concurrency: WORKER_CONCURRENCY,
+      idPrefix: 'bench-in-',
+    });
+    await waitForIdleWorkers(w, ep, WORKERS);
+    inProcess = await endToEnd(w, ep, durationMs, null);
+    await w.close();
+  }
+  return {
+    submitRps: submit.rps,
+    submitP50: submit.latency.p50,
+    submitP99: submit.latency.p99,
+    submitCpuUs: (submitWindow.cpuMs / submit.answered) * 1000,
+    submitWindow,
+    e2eSeparate: separate,
+    e2eInProcess: inProcess,
+  };
+}
+
+/** Submit at full speed for `durationMs` while the workers run, then wait for the last completion. */
+/** End to end with the SDK workers in a process of their own, on a fresh server (or on `reuse`). */
+export async function endToEndSeparate(
+  ctx: Ctx,
+  name: string,
+  overrides: Record<string, unknown>,
+  reuse: Wharf | null = null,
+): Promise<E2E> {
+  const w = reuse ?? (await startWharf(ctx, `${name}-e2e`, { overrides }));
+  const ep = await w.createEndpoint();
+  const host = spawnChild(
+    'worker-host.ts',
+    {
+      mode: 'wharf',
+      url: w.url,
+      key: AUTH.authorization.slice('Bearer '.length),
+      endpointId: ep,
+      n: WORKERS,
+      concurrency: WORKER_CONCURRENCY,
+      idPrefix: 'bench-sep-',
+    },
+    { nodeArgs: profileArgs(ctx, `${name}-worker-host`) },
+  );
+  await host.ready;
+  await waitForIdleWorkers(w, ep, WORKERS);
+  await w.profileStart();
+  const e2e = await endToEnd(w, ep, ctx.size(5000, 400), () => host.cpuMs());
+  await w.profileStop(`${name}-e2e`);
+  await host.stop();
+  if (!reuse) await w.close();
+  return e2e;
+}
+
+async function endToEnd(w: Wharf, ep: string, durationMs: number, workerCpuMs: (() => number) | null): Promise<E2E> {
+  await w.child.call('resetCompleted');
+  const end = await w.window();
+  const hostCpu0 = workerCpuMs?.() ?? 0;
+  const start = performance.timeOrigin + performance.now();
+  const load = await closedLoop({
+    pool: w.pool,
+    concurrency: LOAD_CONCURRENCY,
+    durationMs,
+    request: () => ({ method: 'POST', path: `/v2/${ep}/run`, body: BODY, headers: AUTH }),
+  });
+  const acked = performance.timeOrigin + performance.now();
+  const done = await w.child.call<{ completed: number; lastCompletedAt: number }>('waitCompleted', {
+    target: load.requests,
+    timeoutMs: 120_000,
+  });
+  const window = await end();
+  const hostCpu = workerCpuMs ? workerCpuMs() - hostCpu0 : Number.NaN;
+  const last = done.completed >= load.requests ? done.lastCompletedAt : Number.NaN;
+  return {
+    jobs: load.requests,
+    jobsPerS: (load.requests / (last - start)) * 1000,
+    submitRps: load.rps,
+    drainMs: Math.max(0, last - acked),
+    errors: load.errors,
+    window,
+    serverCpuUs: (window.cpuMs / load.requests) * 1000,
+    workerCpuUs: workerCpuMs ? (hostCpu / load.requests) * 1000 : null,
+  };
+}
+
+export async function waitForIdleWorkers(w: Wharf, ep: string, n: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const h = await w.api('GET', `/v2/${ep}/health`);
+    if ((h.json?.workers?.idle ?? 0) >= n) return;
+    await sleep(25);
+  }
+  throw new Error(`${n} workers did not come up on ${ep}`);
+}
+
+export function throughputResult(ctx: Ctx, id: string, title: string, f: ThroughputFigures): Result {
+  const hello = ctx.baselines?.helloRps ?? Number.NaN;
+  const helloCpu = ctx.baselines?.helloCpuUs ?? Number.NaN;
+  const rows: Array<Array<string | number | null>> = [
+    [
+      `/run acknowledged (committed), c=${LOAD_CONCURRENCY}, no workers`,
+      f.submitRps,
+      pct(ratio(f.submitRps, hello)),
+      f.submitCpuUs,
+      null,
+      commitNote(f.submitWindow),
+      `p50 ${round(f.submitP50)} ms, p99 ${round(f.submitP99)} ms`,
+    ],
+    e2eRow('end to end, workers in a separate process', f.e2eSeparate, hello),
+  ];
+  if (f.e2eInProcess) rows.push(e2eRow('end to end, workers inside the server process', f.e2eInProcess, hello));
+  const markdown = [
+    table(
+      [
+        'measure',
+        'per second',
+        'of hello-world req/s',
+        'server CPU µs per job',
+        'worker CPU µs per job',
+        'commits',
+        'notes',
+      ],
+      rows,
+    ),
+    '',
+    `End to end = jobs submitted through /run (c=${LOAD_CONCURRENCY}) while ${WORKERS} no-op TypeScript-SDK workers ` +
+      `(concurrency ${WORKER_CONCURRENCY} each, so they take with job-take-batch) run them, divided by the time from ` +
+      'the first submission to the last completion. Each job costs the server at least three requests: /run, its ' +
+      'share of a batch take, and its job-done post. A hello-world request costs the server ' +
+      `${round(helloCpu)} µs of CPU. "commits" = commits per second, store writes per commit, and the share of the ` +
+      "server's wall time its event loop spent inside COMMIT (node:sqlite commits synchronously, fsync included).",
+  ].join('\n');
+  return {
+    id,
+    title,
+    markdown,
+    json: {
+      submitPerS: round(f.submitRps),
+      submitP50: round(f.submitP50),
+      submitP99: round(f.submitP99),
+      submitCpuUs: round(f.submitCpuUs),
+      submitWritesPerCommit: round(f.submitWindow.writes / f.submitWindow.commits),
+      e2eJobsPerS: round(f.e2eSeparate.jobsPerS),
+      e2eJobs: f.e2eSeparate.jobs,
+      e2eRatioToHello: round(ratio(f.e2eSeparate.jobsPerS, hello)),
+      e2eServerCpuUsPerJob: round(f.e2eSeparate.serverCpuUs),
+      e2eWorkerCpuUsPerJob: round(f.e2eSeparate.workerCpuUs ?? Number.NaN),
+      e2eCommitShare: round(f.e2eSeparate.window.commitMs / f.e2eSeparate.window.wallMs),
+      e2eInProcessJobsPerS: f.e2eInProcess ? round(f.e2eInProcess.jobsPerS) : null,
+      helloCpuUsPerReq: round(helloCpu),
+      workers: WORKERS,
+      workerConcurrency: WORKER_CONCURRENCY,
+      errors: f.e2eSeparate.errors + (f.e2eInProcess?.errors ?? 0),
+    },
+  };
+}
+
+function commitNote(w: ServerWindow): string {
+  if (w.commits === 0) return 'not counted (SQLite only)';
+  return (
+    `${round((w.commits / w.wallMs) * 1000)}/s, ${round(w.writes / w.commits)} writes each, ` +
+    `${pct(w.commitMs / w.wallMs)} of the time in COMMIT`
+  );
+}
+
+function e2eRow(label: string, e: E2E, hello: number): Array<string | number | null> {
+  return [
+    label,
+    e.jobsPerS,
+    pct(ratio(e.jobsPerS, hello)),
+    e.serverCpuUs,
+    e.workerCpuUs,
+    commitNote(e.window),
+    `${e.jobs} jobs; /run ${round(e.submitRps)}/s meanwhile; drained ${round(e.drainMs)} ms after the last ack`,
+  ];
+}

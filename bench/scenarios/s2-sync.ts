@@ -1,0 +1,148 @@
+// Scenario 2, sync latency: /runsync round trips with a warm idle worker (one TypeScript-SDK worker with a no-op
+// handler, in its own process, concurrency 64 so it never limits c=50) at concurrency 1 and 50, and the delayTime
+// the server reports. Overhead = Wharf's round trip minus the hello-world round trip at the same concurrency.
+
+import { spawnChild } from '../lib/child.ts';
+import type { Ctx, Result } from '../lib/context.ts';
+import { closedLoop, type LoadResult } from '../lib/load.ts';
+import { round, Samples, table, type LatencySummary } from '../lib/stats.ts';
+import { AUTH, profileArgs, startWharf, type ServerWindow } from '../lib/wharf.ts';
+import { waitForIdleWorkers } from './s1-throughput.ts';
+
+export async function s2(ctx: Ctx): Promise<Result> {
+  ctx.log('s2: /runsync with a warm idle worker');
+  const w = await startWharf(ctx, 's2');
+  const ep = await w.createEndpoint();
+  const host = spawnChild(
+    'worker-host.ts',
+    {
+      mode: 'wharf',
+      url: w.url,
+      key: AUTH.authorization.slice('Bearer '.length),
+      endpointId: ep,
+      n: 1,
+      concurrency: 64,
+      idPrefix: 'bench-sync-',
+    },
+    { nodeArgs: profileArgs(ctx, 's2-worker-host') },
+  );
+  await host.ready;
+  await waitForIdleWorkers(w, ep, 1);
+
+  type Run = {
+    load: LoadResult;
+    delay: LatencySummary;
+    exec: LatencySummary;
+    cpuUs: number;
+    workerCpuUs: number;
+    win: ServerWindow;
+  };
+  const run = async (concurrency: number, label: string): Promise<Run> => {
+    const delays = new Samples();
+    const execs = new Samples();
+    await w.profileStart();
+    const end = await w.window();
+    const hostCpu0 = host.cpuMs();
+    const load = await closedLoop({
+      pool: w.pool,
+      concurrency,
+      durationMs: ctx.size(concurrency === 1 ? 6000 : 5000, 400),
+      warmupMs: ctx.size(500, 100),
+      request: () => ({ method: 'POST', path: `/v2/${ep}/runsync`, body: '{"input":{"n":1}}', headers: AUTH }),
+      onAnswer: (a) => {
+        const body = JSON.parse(a.text) as { status: string; delayTime?: number; executionTime?: number };
+        if (body.status !== 'COMPLETED') throw new Error(`runsync answered ${a.text}`);
+        delays.add(body.delayTime ?? Number.NaN);
+        execs.add(body.executionTime ?? Number.NaN);
+      },
+    });
+    const win = await end();
+    const workerCpuUs = ((host.cpuMs() - hostCpu0) / load.answered) * 1000;
+    await w.profileStop(label);
+    if (load.errors > 0) ctx.log(`s2: ${load.errors} errors at c=${concurrency}, first: ${load.firstError}`);
+    const cpuUs = (win.cpuMs / load.answered) * 1000;
+    return { load, delay: delays.summary(), exec: execs.summary(), cpuUs, workerCpuUs, win };
+  };
+  const c1 = await run(1, 's2-runsync-c1');
+  const c50 = await run(50, 's2-runsync-c50');
+  await host.stop();
+  await w.close();
+
+  const b = ctx.baselines;
+  const over = (v: number, base: number | undefined): number => (base === undefined ? Number.NaN : v - base);
+  const row = (c: number, r: Run, h50?: number, h99?: number) => [
+    c,
+    r.load.rps,
+    r.load.latency.p50,
+    r.load.latency.p99,
+    r.load.latency.p999,
+    over(r.load.latency.p50, h50),
+    over(r.load.latency.p99, h99),
+    r.load.latency.p99 / r.load.latency.p50,
+    `${r.delay.p50} / ${r.delay.p99}`,
+    `${r.exec.p50} / ${r.exec.p99}`,
+    r.cpuUs,
+    r.workerCpuUs,
+    `${round((r.win.commits / r.win.wallMs) * 1000)}/s, ${round(r.win.writes / r.win.commits)} writes each, ` +
+      `${round(r.win.commitMs / r.win.commits)} ms each (${round((r.win.commitUserMs + r.win.commitSysMs) / r.win.commits)} ms CPU)`,
+  ];
+  const markdown = [
+    table(
+      [
+        'concurrency',
+        'req/s',
+        'p50 ms',
+        'p99 ms',
+        'p99.9 ms',
+        'p50 overhead ms',
+        'p99 overhead ms',
+        'p99 / p50',
+        'delayTime p50 / p99 ms',
+        'executionTime p50 / p99 ms',
+        'server CPU µs/req',
+        'worker CPU µs/req',
+        'commits',
+      ],
+      [row(1, c1, b?.helloP50c1, b?.helloP99c1), row(50, c50, b?.helloP50c50, b?.helloP99c50)],
+    ),
+    '',
+    'Overhead = /runsync round trip minus the hello-world round trip at the same concurrency. delayTime = submission → ' +
+      "the worker's take; executionTime = take → the result post (the worker's round trip, the take's commit " +
+      'included); the rest of a round trip is the submit before it and the finish commit and answer after it. ' +
+      'One /runsync is four ' +
+      'HTTP exchanges on the server (the client request, the worker take it wakes, the worker result post, the answer) ' +
+      'and three group commits (submit, take, finish), each durable (WAL fsync) before the next step.',
+  ].join('\n');
+  return {
+    id: '2',
+    title: 'Sync latency (/runsync)',
+    markdown,
+    json: {
+      c1: { rps: round(c1.load.rps), ...lat(c1.load.latency), ...extra(c1) },
+      c50: { rps: round(c50.load.rps), ...lat(c50.load.latency), ...extra(c50) },
+      overheadP50c1: round(over(c1.load.latency.p50, b?.helloP50c1)),
+      overheadP99c1: round(over(c1.load.latency.p99, b?.helloP99c1)),
+      p99OverP50c50: round(c50.load.latency.p99 / c50.load.latency.p50),
+      errors: c1.load.errors + c50.load.errors,
+    },
+  };
+}
+
+function extra(r: {
+  delay: LatencySummary;
+  exec: LatencySummary;
+  cpuUs: number;
+  win: ServerWindow;
+}): Record<string, number> {
+  return {
+    delayP50: r.delay.p50,
+    delayP99: r.delay.p99,
+    executionP50: r.exec.p50,
+    serverCpuUs: round(r.cpuUs),
+    commitMs: round(r.win.commitMs / r.win.commits),
+  };
+}
+
+function lat(l: LatencySummary): Record<string, number> {
+  return { p50: round(l.p50), p99: round(l.p99), p999: round(l.p999) };
+}

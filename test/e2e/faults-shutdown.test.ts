@@ -1,0 +1,152 @@
+// Graceful shutdown of a real `wharf serve` process: SIGTERM while a managed worker (process executor, the example
+// TypeScript worker) runs a job and clients hold long polls. New work is refused at once, the running job finishes
+// and its result is stored, every long poll gets an answer (its result, or its state handed back), the process
+// exits 0 within the grace period, and no worker process is left.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterEach, expect, it } from 'vitest';
+
+import { ECHO_TEMPLATE, workerProcesses } from '../helpers/fleet.ts';
+import { freePort, killAll, spawnProc, type Proc } from '../helpers/processes.ts';
+import { ADMIN_KEY, request, type ApiResponse } from '../helpers/server.ts';
+
+const GRACE_MS = 10_000;
+
+const dirs: string[] = [];
+afterEach(async () => {
+  await killAll();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function serve(port: number, dataDir: string, executor: 'process' | 'none'): Proc {
+  return spawnProc(
+    [
+      'src/cli/main.ts',
+      'serve',
+      ...['--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir, '--executor', executor],
+      ...['--gpus', 'none', '--shutdown-grace-ms', String(GRACE_MS), '--scale-interval-ms', '50'],
+      ...['--worker-ping-interval-ms', '1000', '--take-wait-ms', '20000', '--log-level', 'warn'],
+    ],
+    { PATH: process.env['PATH'], WHARF_ADMIN_KEY: ADMIN_KEY },
+  );
+}
+
+it(
+  'SIGTERM: refuses new work, finishes the running job, answers long polls, exits 0, leaves no worker',
+  {
+    timeout: 90_000,
+  },
+  async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-sigterm-'));
+    dirs.push(dataDir);
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const api = (method: string, path: string, body?: unknown): Promise<ApiResponse> =>
+      request(`${url}${path}`, method, body, { key: ADMIN_KEY });
+
+    let server = serve(port, dataDir, 'process');
+    await server.waitFor(/wharf listening on/, 30_000);
+    const tpl = await api('POST', '/v1/templates', { name: 'sigterm', ...ECHO_TEMPLATE });
+    expect(tpl.status).toBe(200);
+    const endpoint = (name: string, workersMax: number) =>
+      api('POST', '/v1/endpoints', { name, templateId: tpl.json.id, computeType: 'CPU', workersMax, idleTimeout: 5 });
+    const ep = (await endpoint('sigterm', 1)).json.id as string;
+    const idle = (await endpoint('sigterm-idle', 0)).json.id as string;
+
+    const running = (await api('POST', `/v2/${ep}/run`, { input: { sleepMs: 3000 } })).json.id as string;
+    const deadline = Date.now() + 30_000;
+    while ((await api('GET', `/v2/${ep}/status/${running}`)).json.status !== 'IN_PROGRESS') {
+      if (Date.now() > deadline) throw new Error('the job never started');
+      await sleep(50);
+    }
+    const queued = (await api('POST', `/v2/${ep}/run`, { input: { queued: true } })).json.id as string;
+    expect(workerProcesses([ep])).toHaveLength(1);
+
+    // Long polls in flight: the running job's final status, a /runsync that waits behind it, a stream of the queued
+    // job, and an outside worker's take on an endpoint without jobs.
+    const settle = (p: Promise<ApiResponse>) =>
+      p.then(
+        (r) => ({ status: r.status, json: r.json, text: r.text }),
+        (e: Error) => e,
+      );
+    const polls = {
+      statusSync: settle(api('GET', `/v2/${ep}/status-sync/${running}?wait=60000`)),
+      runsync: settle(api('POST', `/v2/${ep}/runsync?wait=60000`, { input: { sync: true } })),
+      stream: settle(api('GET', `/v2/${ep}/stream/${queued}?wait=60000`)),
+      take: settle(
+        request(`${url}/v2/${idle}/job-take/outside-1?gpu=x&job_in_progress=0`, 'GET', undefined, {
+          headers: { authorization: ADMIN_KEY },
+        }),
+      ),
+      openai: settle(api('POST', `/v2/${ep}/openai/v1/chat/completions`, { model: 'm', messages: [] })),
+      openaiStream: settle(
+        api('POST', `/v2/${ep}/openai/v1/chat/completions`, { model: 'm', messages: [], stream: true }),
+      ),
+    };
+    await sleep(300);
+
+    const sigterm = Date.now();
+    server.proc.kill('SIGTERM');
+    await sleep(300);
+    // New work is refused at once (the worker is still finishing its job): 503 SHUTTING_DOWN or no connection.
+    const refused = await Promise.all([
+      settle(api('POST', `/v2/${ep}/run`, { input: { late: true } })),
+      settle(api('GET', '/readyz')),
+      settle(
+        request(`${url}/v2/${ep}/job-take/outside-2?gpu=x`, 'GET', undefined, {
+          headers: { authorization: ADMIN_KEY },
+        }),
+      ),
+    ]);
+    for (const r of refused) {
+      if (r instanceof Error) continue; // connection refused (the listener is already closed)
+      expect(r.status).toBe(503);
+      expect(r.json).toMatchObject({ code: 'SHUTTING_DOWN' });
+    }
+
+    const exit = await server.exit;
+    const tookMs = Date.now() - sigterm;
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(tookMs).toBeLessThan(GRACE_MS);
+    expect(tookMs).toBeGreaterThanOrEqual(2000); // it waited for the job
+    expect(workerProcesses([ep, idle])).toEqual([]);
+
+    // Every long poll was answered, none cut off: with its result, or handed back with the state at shutdown.
+    const answered = {
+      statusSync: await polls.statusSync,
+      runsync: await polls.runsync,
+      stream: await polls.stream,
+      take: await polls.take,
+      openai: await polls.openai,
+      openaiStream: await polls.openaiStream,
+    };
+    for (const [name, r] of Object.entries(answered)) expect(r instanceof Error ? r.message : 'ok', name).toBe('ok');
+    const a = answered as Record<string, { status: number; json: any; text: string }>;
+    expect(a['statusSync']).toMatchObject({ status: 200, json: { status: 'COMPLETED' } });
+    expect(a['runsync']!.status).toBe(200);
+    expect(a['runsync']!.json.status).toBe('IN_QUEUE');
+    expect(a['stream']!.status).toBe(200);
+    expect(a['take']!.status).toBe(204);
+    // The OpenAI routes: the plain one answers 503, the stream ends with an error event (it does not spin).
+    expect(a['openai']).toMatchObject({ status: 503, json: { error: { code: 'SHUTTING_DOWN' } } });
+    expect(a['openaiStream']!.status).toBe(200);
+    expect(a['openaiStream']!.text).toMatch(/"code":"SHUTTING_DOWN"/);
+
+    // After a restart: the finished job's result, and the queued jobs, are all there.
+    server = serve(port, dataDir, 'none');
+    await server.waitFor(/wharf listening on/, 30_000);
+    const done = await api('GET', `/v2/${ep}/status/${running}`);
+    expect(done.json).toMatchObject({ status: 'COMPLETED', output: { echo: { sleepMs: 3000 } } });
+    expect((await api('GET', `/v2/${ep}/status/${queued}`)).json.status).toBe('IN_QUEUE');
+    const syncJob = a['runsync']!.json.id as string;
+    expect((await api('GET', `/v2/${ep}/status/${syncJob}`)).json.status).toBe('IN_QUEUE');
+    const late = await api('GET', `/v2/${ep}/health`);
+    expect(late.json.jobs.inQueue).toBe(2); // the refused submission never became a job
+    console.log(JSON.stringify({ shutdown: 'sigterm', exitCode: exit.code, tookMs, workersLeft: 0 }));
+  },
+);
