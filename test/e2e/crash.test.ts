@@ -150,8 +150,10 @@ function expectCompletedOnce(w: Proc, jobs: Acked[], finals: Map<string, ApiResp
     expect(res.json.status, job.id).toBe('COMPLETED');
     // The worker echoes its input: each job carries its own result, not a neighbour's.
     expect(res.json.output, job.id).toEqual({ echo: job.input });
-    // Exactly one result post for the job was accepted (2xx) by the server, across both server lives.
-    expect(posted.get(job.id) ?? 0, job.id).toBe(1);
+    // At most one result post for the job was accepted (2xx) by the server, across both server lives. None is
+    // possible: the server committed the result and was killed before it answered, and the worker's retry then got
+    // 409 (the job was already final); the job is COMPLETED with its output all the same.
+    expect(posted.get(job.id) ?? 0, job.id).toBeLessThanOrEqual(1);
   }
 }
 
