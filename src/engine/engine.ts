@@ -132,6 +132,11 @@ export class JobEngine {
     return job;
   }
 
+  /** Resolves once everything committed so far is durable: before an answer that hands out a /runsync job's id. */
+  whenDurable(): Promise<void> {
+    return this.store.whenDurable();
+  }
+
   /** The job, or the right 404: expired (ttl), results expired (retention), or never existed. */
   async getJob(endpointId: string, jobId: string): Promise<Job> {
     const job = await this.store.getJob(endpointId, jobId);

@@ -103,22 +103,28 @@ export class WorkerGateway {
     await this.store.touchWorker(worker.id, now, revived ? { state: 'idle', reason: null } : undefined);
   }
 
-  /** Long-poll for up to `max` jobs. Returns [] when none arrived in time. */
+  /**
+   * Long-poll for up to `max` jobs. Returns [] when none arrived in time. `worker` is the record resolveWorker just
+   * read, so the first look uses it as is; later looks (after a wait) read it afresh.
+   */
   async take(worker: WorkerRecord, max: number, signal?: AbortSignal, endpointVersion?: number): Promise<Job[]> {
     const deadline = this.clock.now() + this.opts.takeWaitMs;
-    for (;;) {
+    for (let look = 0; ; look++) {
       const waiter = this.bus.arm(topics.queue(worker.endpointId), deadline - this.clock.now(), signal);
       try {
         // A retired worker (it asked to be recycled) gets nothing, but is held for the full poll so it cannot spin.
-        const current = worker.retired ? worker : ((await this.store.getWorker(worker.id)) ?? worker);
+        const current = worker.retired || look === 0 ? worker : ((await this.store.getWorker(worker.id)) ?? worker);
         // Renewed at every look at the queue, not only when the poll began: a poll may outlive the lease, and a job
         // must not go to a worker whose lease the sweeper already gave up on.
         await this.touch(current);
         // A managed worker of an older endpoint version finishes what it runs but takes nothing new (rolling update).
         // The version is read at every look: the endpoint may have changed while this poll waited.
-        const latestVersion = current.managed
-          ? ((await this.store.getEndpoint(null, worker.endpointId))?.version ?? endpointVersion)
-          : undefined;
+        // (The first look uses the version the route just read.)
+        const latestVersion = !current.managed
+          ? undefined
+          : look === 0 && endpointVersion !== undefined
+            ? endpointVersion
+            : ((await this.store.getEndpoint(null, worker.endpointId))?.version ?? endpointVersion);
         const outdated = latestVersion !== undefined && current.version < latestVersion;
         if (!current.retired && !outdated && !signal?.aborted) {
           const jobs = await this.store.takeJobs(worker.endpointId, worker.id, max, this.clock.now());

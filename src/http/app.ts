@@ -1,3 +1,4 @@
+import { lazyChildLoggerFactory } from './plugins/lazy-logger.ts';
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { jsonTooDeep, TOO_DEEP } from '../domain/json.ts';
 import { WharfError } from '../errors/index.ts';
@@ -80,6 +81,8 @@ export function buildApp(deps: AppDeps, opts: AppOptions = {}): FastifyInstance 
       ...(opts.logStream ? { stream: opts.logStream } : {}),
     },
     logController: new LogController({ disableRequestLogging: true }),
+    // Per-request child loggers are built only when a line is written (lazy-logger.ts).
+    childLoggerFactory: lazyChildLoggerFactory,
     bodyLimit: 1024 * 1024,
     // Node's request and headers timeouts bound only the receipt of a request, never the answer (long polls).
     requestTimeout: timeouts.requestMs,

@@ -95,7 +95,11 @@ export interface StreamRead {
 }
 
 export interface JobStore {
-  /** Durable before it resolves: the job survives kill -9 from then on. */
+  /**
+   * Durable before it resolves (the job survives kill -9 and power loss from then on), except for `mode: 'sync'`
+   * jobs, whose id is returned only by the /runsync answer: a store may resolve those at commit, and the caller
+   * awaits `whenDurable()` before it answers.
+   */
   submitJob(job: NewJob): Promise<Job>;
   /** Hand up to `max` queued jobs (FIFO) to a worker: IN_PROGRESS, attempt + 1, started now. */
   takeJobs(endpointId: string, workerId: string, max: number, now: number): Promise<Job[]>;
@@ -219,5 +223,7 @@ export interface Store
   migrate(): Promise<void>;
   /** Cheap liveness probe for /readyz. */
   ping(): Promise<void>;
+  /** Resolves once every write this process committed so far is durable (immediately where commits are). */
+  whenDurable(): Promise<void>;
   close(): Promise<void>;
 }

@@ -72,9 +72,14 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
     bindLog(request, reply, { jobId: job.id });
     reply.header('x-wharf-job-id', job.id);
     const gone = clientGone(request, reply);
-    if (streaming) return stream(request, reply, endpoint.id, job.id, gone);
+    // A sync submit resolves before its fsync (store.submitJob): the id header must not leave before it is on disk.
+    if (streaming) {
+      await engine.whenDurable();
+      return stream(request, reply, endpoint.id, job.id, gone);
+    }
 
     const final = await engine.waitForFinal(endpoint.id, job.id, OPENAI_WAIT_MS, gone);
+    await engine.whenDurable();
     if (gone.aborted) {
       // Nobody will read the answer: free the worker. 499 (client closed request) for the logs and metrics.
       await cancelQuietly(request, endpoint.id, job.id);

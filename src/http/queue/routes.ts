@@ -88,6 +88,8 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
         request.query.wait ?? POLICY.runsyncWaitMs.default,
         clientGone(request, reply),
       );
+      // The submit did not wait for its fsync (store.submitJob, mode sync): the id must be on disk before it leaves.
+      await engine.whenDurable();
       return sendJson(reply, statusBody(final, engine.clock.now()));
     },
   );

@@ -44,6 +44,8 @@ export function openPostgresStore(opts: PostgresStoreOptions): PostgresStore {
     async ping() {
       await schemaVersion(db);
     },
+    // Every PostgreSQL write is durable at COMMIT (synchronous_commit on), sync submissions included.
+    async whenDurable() {},
     async close() {
       await cluster?.stop();
       await db.close();

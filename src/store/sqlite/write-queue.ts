@@ -1,16 +1,48 @@
+import { closeSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
 import { WharfError } from '../../errors/index.ts';
 
 interface PendingWrite {
   fn: () => unknown;
+  /** Resolve only once the commit is on disk (fsynced), not merely committed. */
+  durable: boolean;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
 
+interface SyncWaiter {
+  /** The commit sequence number that must be on disk. */
+  seq: number;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
 /**
- * Group commit (DESIGN.md §1 principle 2). Writes issued in the same event-loop turn are applied in one transaction
- * and made durable by one fsync, then all their promises resolve. Nothing resolves before its COMMIT returned, so an
- * acknowledged write survives kill -9; throughput comes from sharing the commit, never from skipping it.
+ * How commits reach the disk.
+ * - `wal-fsync`: the connection runs `synchronous=NORMAL` (COMMIT appends WAL frames without syncing) and the queue
+ *   fdatasyncs the WAL file itself on libuv's thread pool, one sync for every commit made since the last one
+ *   started. A durable write resolves after the sync that covers its commit; the event loop never waits for the disk.
+ * - `none`: nothing waits for an fsync (`:memory:` databases, or `synchronous=NORMAL` by choice: crash-safe, not
+ *   power-loss-safe).
+ */
+export type SyncMode =
+  | {
+      kind: 'wal-fsync';
+      walPath: string;
+      /** fs.fdatasync unless given: tests hold the callback to see what waits for the disk. */
+      fdatasync?: (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => void;
+    }
+  | { kind: 'none' };
+
+/**
+ * Group commit (DESIGN.md §1 principle 2). Writes issued in the same event-loop turn are applied in one transaction,
+ * then made durable by a WAL fsync shared with every other commit made meanwhile (group fsync, off the event loop).
+ * A durable write resolves only after the fsync that covers its COMMIT, so an acknowledged write survives kill -9 and
+ * power loss; throughput comes from sharing the commit and the sync, never from skipping them.
+ *
+ * Writes whose loss in a power cut only means redoing work (a take, a lease renewal, a stream cursor) may ask for
+ * `durable: false`: they resolve at COMMIT, and the next sync (every durable write's) makes them durable too, in
+ * order, because the WAL is one sequential file.
  *
  * Each write runs inside its own SAVEPOINT so that one failing operation (a constraint, a bug) is rolled back alone
  * and does not take its batch neighbours with it.
@@ -21,16 +53,24 @@ export class WriteQueue {
   private readonly db: DatabaseSync;
   private readonly maxBatch: number;
   private closed = false;
+  private readonly sync: SyncMode;
+  /** Commits made so far, and how many of them an fsync has covered. */
+  private committedSeq = 0;
+  private durableSeq = 0;
+  private syncing = false;
+  private syncWaiters: SyncWaiter[] = [];
+  private walFd: number | null = null;
 
-  constructor(db: DatabaseSync, maxBatch = 2000) {
+  constructor(db: DatabaseSync, opts: { maxBatch?: number; sync?: SyncMode } = {}) {
     this.db = db;
-    this.maxBatch = maxBatch;
+    this.maxBatch = opts.maxBatch ?? 2000;
+    this.sync = opts.sync ?? { kind: 'none' };
   }
 
-  run<T>(fn: () => T): Promise<T> {
+  run<T>(fn: () => T, opts: { durable?: boolean } = {}): Promise<T> {
     if (this.closed) return Promise.reject(new WharfError('STORE_UNAVAILABLE', { reason: 'the store is closed' }));
     return new Promise<T>((resolve, reject) => {
-      this.pending.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      this.pending.push({ fn, durable: opts.durable ?? true, resolve: resolve as (v: unknown) => void, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         // setImmediate, not a microtask: lets every request parsed in this I/O turn join the batch.
@@ -48,9 +88,93 @@ export class WriteQueue {
     }
   }
 
+  /** Resolves once every write committed so far is on disk (at once when it already is). */
+  whenDurable(): Promise<void> {
+    if (this.sync.kind === 'none' || this.durableSeq >= this.committedSeq) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      this.syncWaiters.push({ seq: this.committedSeq, resolve, reject });
+      this.startSync();
+    });
+  }
+
   close(): void {
     this.flush();
     this.closed = true;
+    // What is still waiting for its fsync gets it now, synchronously: close() must leave nothing unsynced behind.
+    if (this.syncWaiters.length > 0 || this.durableSeq < this.committedSeq) {
+      const target = this.committedSeq;
+      const waiters = this.syncWaiters;
+      this.syncWaiters = [];
+      try {
+        const fd = this.sync.kind === 'wal-fsync' ? this.openWal() : null;
+        if (fd !== null) fdatasyncSync(fd);
+        this.durableSeq = target;
+        for (const w of waiters) w.resolve();
+      } catch (error) {
+        for (const w of waiters) w.reject(unavailable(error));
+      }
+    }
+    if (this.walFd !== null) {
+      closeSync(this.walFd);
+      this.walFd = null;
+    }
+  }
+
+  /** The WAL's descriptor, or null while there is no WAL file (nothing was ever written: nothing to sync). */
+  private openWal(): number | null {
+    if (this.sync.kind !== 'wal-fsync') return null;
+    // Read-only is enough for fdatasync on Linux. SQLite removes the WAL only when the last connection closes, so the
+    // descriptor stays valid for the store's lifetime.
+    if (this.walFd === null) {
+      try {
+        this.walFd = openSync(this.sync.walPath, 'r');
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw error;
+      }
+    }
+    return this.walFd;
+  }
+
+  /** One fdatasync at a time; it covers every commit made before it started. Commits made meanwhile wait for the next. */
+  private startSync(): void {
+    if (this.syncing || this.syncWaiters.length === 0) return;
+    let fd: number | null;
+    try {
+      fd = this.openWal();
+    } catch (error) {
+      this.failWaiters(this.syncWaiters.splice(0), error);
+      return;
+    }
+    const target = this.committedSeq;
+    if (fd === null) {
+      this.durableSeq = target;
+      for (const w of this.syncWaiters.splice(0)) w.resolve();
+      return;
+    }
+    this.syncing = true;
+    const sync = (this.sync.kind === 'wal-fsync' && this.sync.fdatasync) || fdatasync;
+    sync(fd, (error) => {
+      this.syncing = false;
+      const covered: SyncWaiter[] = [];
+      const later: SyncWaiter[] = [];
+      for (const w of this.syncWaiters) (w.seq <= target ? covered : later).push(w);
+      this.syncWaiters = later;
+      if (error) {
+        // After a failed fsync the kernel may have dropped the dirty pages: the outcome of those writes is unknown,
+        // so they are answered 503 (the caller may retry; an id that was never returned cannot be relied upon).
+        this.failWaiters(covered, error);
+      } else {
+        if (target > this.durableSeq) this.durableSeq = target;
+        for (const w of covered) w.resolve();
+      }
+      this.startSync();
+    });
+  }
+
+  private failWaiters(waiters: SyncWaiter[], error: unknown): void {
+    const failure = unavailable(error);
+    for (const w of waiters) w.reject(failure);
   }
 
   private commitBatch(batch: PendingWrite[]): void {
@@ -88,11 +212,16 @@ export class WriteQueue {
       for (const w of batch) w.reject(unavailable(error));
       return;
     }
+    const seq = ++this.committedSeq;
+    const mustSync = this.sync.kind === 'wal-fsync';
     batch.forEach((w, i) => {
       const r = results[i]!;
-      if (r.ok) w.resolve(r.value);
-      else w.reject(r.error);
+      if (!r.ok) w.reject(r.error);
+      else if (!w.durable || !mustSync) w.resolve(r.value);
+      else this.syncWaiters.push({ seq, resolve: () => w.resolve(r.value), reject: w.reject });
     });
+    if (!mustSync) this.durableSeq = seq;
+    this.startSync();
   }
 }
 
