@@ -2,7 +2,8 @@
 // harness's load generator and the workers do not share its event loop. Answers the harness over IPC: memory, disk,
 // a completion counter, seeding the store, in-process SDK workers and CPU profiles of a measured window.
 
-import { statSync, writeFileSync } from 'node:fs';
+import fs, { statSync, writeFileSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -18,9 +19,22 @@ interface Payload {
   overrides: Record<string, unknown>;
 }
 
-// Commits and the time the event loop spent inside them (node:sqlite commits synchronously, fsync included), and
-// the writes they carried (one SAVEPOINT each): counted by wrapping exec in this process only.
-const commits = { commits: 0, commitMs: 0, commitUserMs: 0, commitSysMs: 0, writes: 0 };
+// Commits and the time the event loop spent inside them (node:sqlite commits synchronously; with the default
+// `--sqlite-fsync off-loop` the fsync is not part of it), the writes they carried (one SAVEPOINT each), and the WAL
+// fsyncs the write queue ran on the thread pool (count and time from call to callback): counted by wrapping exec and
+// fs.fdatasync in this process only.
+const commits = { commits: 0, commitMs: 0, commitUserMs: 0, commitSysMs: 0, writes: 0, fsyncs: 0, fsyncMs: 0 };
+const fdatasync = fs.fdatasync;
+fs.fdatasync = function (fd: number, callback: (err: NodeJS.ErrnoException | null) => void): void {
+  const t0 = performance.now();
+  fdatasync(fd, (err) => {
+    commits.fsyncs++;
+    commits.fsyncMs += performance.now() - t0;
+    callback(err);
+  });
+} as typeof fs.fdatasync;
+// The write queue imported fdatasync by name: republish the wrapper to ESM importers.
+syncBuiltinESMExports();
 // eslint-disable-next-line @typescript-eslint/unbound-method -- re-bound with .call below
 const exec = DatabaseSync.prototype.exec;
 DatabaseSync.prototype.exec = function (this: DatabaseSync, sql: string): void {

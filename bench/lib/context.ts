@@ -9,7 +9,7 @@ export interface Options {
   quick: boolean;
   /** Quick with a quarter of the quick sizes and no optional variants: the smoke test's mode. */
   tiny: boolean;
-  /** Scenario ids to run ('1'…'6', 'bullmq'); baselines always run. */
+  /** Scenario ids to run ('1'…'6', 'bullmq', 'graphile', 'pgboss'); baselines always run. */
   scenarios: Set<string>;
   /** Where the Markdown report goes; null = print only. */
   out: string | null;

@@ -112,6 +112,9 @@ async function compare(ctx: Ctx): Promise<Result> {
       workers: WORKERS,
       workerConcurrency: WORKER_CONCURRENCY,
       redisAppendonly: aof,
+      redisAppendfsync: fsync,
+      // An add is on disk before it is acknowledged only with an AOF fsynced on every write.
+      durableAck: aof === 'yes' && fsync === 'always',
       drainMs: round(Math.max(0, end - acked)),
     },
   };

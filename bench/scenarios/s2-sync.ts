@@ -7,11 +7,31 @@ import type { Ctx, Result } from '../lib/context.ts';
 import { closedLoop, type LoadResult } from '../lib/load.ts';
 import { round, Samples, table, type LatencySummary } from '../lib/stats.ts';
 import { AUTH, profileArgs, startWharf, type ServerWindow } from '../lib/wharf.ts';
-import { waitForIdleWorkers } from './s1-throughput.ts';
+import { fsyncNote, waitForIdleWorkers } from './s1-throughput.ts';
+
+type Run = {
+  load: LoadResult;
+  delay: LatencySummary;
+  exec: LatencySummary;
+  cpuUs: number;
+  workerCpuUs: number;
+  win: ServerWindow;
+};
 
 export async function s2(ctx: Ctx): Promise<Result> {
   ctx.log('s2: /runsync with a warm idle worker');
-  const w = await startWharf(ctx, 's2');
+  const { c1, c50 } = await measure(ctx, 's2', {});
+  // The same with SQLite syncing inside COMMIT (the behaviour before the fsync moved off the event loop).
+  let before: { c1: Run; c50: Run } | null = null;
+  if (!ctx.opts.tiny) {
+    ctx.log('s2: again with --sqlite-fsync in-commit (comparison)');
+    before = await measure(ctx, 's2-in-commit', { sqliteFsync: 'in-commit' });
+  }
+  return report(ctx, c1, c50, before);
+}
+
+async function measure(ctx: Ctx, name: string, overrides: Record<string, unknown>): Promise<{ c1: Run; c50: Run }> {
+  const w = await startWharf(ctx, name, { overrides });
   const ep = await w.createEndpoint();
   const host = spawnChild(
     'worker-host.ts',
@@ -24,19 +44,11 @@ export async function s2(ctx: Ctx): Promise<Result> {
       concurrency: 64,
       idPrefix: 'bench-sync-',
     },
-    { nodeArgs: profileArgs(ctx, 's2-worker-host') },
+    { nodeArgs: profileArgs(ctx, `${name}-worker-host`) },
   );
   await host.ready;
   await waitForIdleWorkers(w, ep, 1);
 
-  type Run = {
-    load: LoadResult;
-    delay: LatencySummary;
-    exec: LatencySummary;
-    cpuUs: number;
-    workerCpuUs: number;
-    win: ServerWindow;
-  };
   const run = async (concurrency: number, label: string): Promise<Run> => {
     const delays = new Samples();
     const execs = new Samples();
@@ -63,14 +75,17 @@ export async function s2(ctx: Ctx): Promise<Result> {
     const cpuUs = (win.cpuMs / load.answered) * 1000;
     return { load, delay: delays.summary(), exec: execs.summary(), cpuUs, workerCpuUs, win };
   };
-  const c1 = await run(1, 's2-runsync-c1');
-  const c50 = await run(50, 's2-runsync-c50');
+  const c1 = await run(1, `${name}-runsync-c1`);
+  const c50 = await run(50, `${name}-runsync-c50`);
   await host.stop();
   await w.close();
+  return { c1, c50 };
+}
 
+function report(ctx: Ctx, c1: Run, c50: Run, before: { c1: Run; c50: Run } | null): Result {
   const b = ctx.baselines;
   const over = (v: number, base: number | undefined): number => (base === undefined ? Number.NaN : v - base);
-  const row = (c: number, r: Run, h50?: number, h99?: number) => [
+  const row = (c: number | string, r: Run, h50?: number, h99?: number) => [
     c,
     r.load.rps,
     r.load.latency.p50,
@@ -84,7 +99,8 @@ export async function s2(ctx: Ctx): Promise<Result> {
     r.cpuUs,
     r.workerCpuUs,
     `${round((r.win.commits / r.win.wallMs) * 1000)}/s, ${round(r.win.writes / r.win.commits)} writes each, ` +
-      `${round(r.win.commitMs / r.win.commits)} ms each (${round((r.win.commitUserMs + r.win.commitSysMs) / r.win.commits)} ms CPU)`,
+      `${round(r.win.commitMs / r.win.commits)} ms each (${round((r.win.commitUserMs + r.win.commitSysMs) / r.win.commits)} ms CPU); ` +
+      fsyncNote(r.win),
   ];
   const markdown = [
     table(
@@ -103,7 +119,16 @@ export async function s2(ctx: Ctx): Promise<Result> {
         'worker CPU µs/req',
         'commits',
       ],
-      [row(1, c1, b?.helloP50c1, b?.helloP99c1), row(50, c50, b?.helloP50c50, b?.helloP99c50)],
+      [
+        row(1, c1, b?.helloP50c1, b?.helloP99c1),
+        row(50, c50, b?.helloP50c50, b?.helloP99c50),
+        ...(before
+          ? [
+              row('1, `in-commit` (comparison)', before.c1, b?.helloP50c1, b?.helloP99c1),
+              row('50, `in-commit` (comparison)', before.c50, b?.helloP50c50, b?.helloP99c50),
+            ]
+          : []),
+      ],
     ),
     '',
     'Overhead = /runsync round trip minus the hello-world round trip at the same concurrency. delayTime = submission → ' +
@@ -111,7 +136,10 @@ export async function s2(ctx: Ctx): Promise<Result> {
       'included); the rest of a round trip is the submit before it and the finish commit and answer after it. ' +
       'One /runsync is four ' +
       'HTTP exchanges on the server (the client request, the worker take it wakes, the worker result post, the answer) ' +
-      'and three group commits (submit, take, finish), each durable (WAL fsync) before the next step.',
+      'and three group commits (submit, take, finish). Only the finish waits for its WAL fsync (off the event loop): ' +
+      "the take need not be durable and the submit's id leaves with the answer, which the finish's fsync covers. " +
+      'The `in-commit` rows are the same server with SQLite syncing inside each COMMIT, on the event loop (the ' +
+      'behaviour before `--sqlite-fsync off-loop`), measured in the same run.',
   ].join('\n');
   return {
     id: '2',
@@ -123,6 +151,12 @@ export async function s2(ctx: Ctx): Promise<Result> {
       overheadP50c1: round(over(c1.load.latency.p50, b?.helloP50c1)),
       overheadP99c1: round(over(c1.load.latency.p99, b?.helloP99c1)),
       p99OverP50c50: round(c50.load.latency.p99 / c50.load.latency.p50),
+      inCommit: before
+        ? {
+            c1: { rps: round(before.c1.load.rps), ...lat(before.c1.load.latency), ...extra(before.c1) },
+            c50: { rps: round(before.c50.load.rps), ...lat(before.c50.load.latency), ...extra(before.c50) },
+          }
+        : null,
       errors: c1.load.errors + c50.load.errors,
     },
   };

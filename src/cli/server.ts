@@ -62,7 +62,14 @@ export interface StartOptions {
 /** SQLite in the data directory (one node), or a shared PostgreSQL: any number of nodes (docs/multinode.md). */
 function openStore(config: Config): { store: Store; pg: PostgresStore | null } {
   if (config.store === 'sqlite') {
-    return { store: openSqliteStore({ path: join(resolve(config.dataDir), 'wharf.db') }), pg: null };
+    const path = join(resolve(config.dataDir), 'wharf.db');
+    const fsync = config.sqliteFsync;
+    const store = openSqliteStore({
+      path,
+      synchronous: fsync === 'off' ? 'NORMAL' : 'FULL',
+      fsync: fsync === 'in-commit' ? 'in-commit' : 'off-loop',
+    });
+    return { store, pg: null };
   }
   if (/^postgres(ql)?:\/\//.test(config.store)) {
     // Every node must open the registry credentials another node sealed: a per-node generated key cannot.

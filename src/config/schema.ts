@@ -52,6 +52,18 @@ export const SETTINGS = [
     doc: '`sqlite` (in the data directory) or a postgres:// URL.',
   },
   {
+    key: 'sqliteFsync',
+    flag: '--sqlite-fsync',
+    env: 'WHARF_SQLITE_FSYNC',
+    kind: 'enum',
+    default: 'off-loop',
+    values: ['off-loop', 'in-commit', 'off'],
+    doc:
+      'How SQLite commits reach the disk: `off-loop` fdatasyncs the WAL on a thread (durable, the event loop never ' +
+      'waits), `in-commit` syncs inside COMMIT (durable, blocks the server), `off` never syncs (survives a crash ' +
+      'of the server, not a power cut).',
+  },
+  {
     key: 'adminKey',
     flag: '--admin-key',
     env: 'WHARF_ADMIN_KEY',
