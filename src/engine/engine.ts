@@ -137,9 +137,14 @@ export class JobEngine {
     return this.store.whenDurable();
   }
 
-  /** The job, or the right 404: expired (ttl), results expired (retention), or never existed. */
+  /**
+   * The job, or the right 404: expired (ttl), results expired (retention), or never existed. What it returns is on
+   * disk: a state committed but not yet fsynced (store/sqlite/write-queue.ts) is shown only once its sync is done, so
+   * no client sees a result that a power cut could take back.
+   */
   async getJob(endpointId: string, jobId: string): Promise<Job> {
     const job = await this.store.getJob(endpointId, jobId);
+    await this.store.whenDurable();
     // Past its ttl the job is gone, even in the moment before a sweep deletes it.
     if (job && job.expiresAt <= this.clock.now()) throw new WharfError('JOB_EXPIRED', { jobId });
     if (job) return job;
@@ -199,6 +204,7 @@ export class JobEngine {
         if (read.chunks.length > 0 || isTerminal(job.status) || this.clock.now() >= deadline || signal?.aborted) {
           // Re-read the status after the chunks: a job that finished in between reports its final state.
           const latest = read.chunks.length > 0 ? ((await this.store.getJob(endpointId, jobId)) ?? job) : job;
+          await this.store.whenDurable();
           return { status: latest.status, chunks: read.chunks };
         }
         if (!(await waiter.promise)) {

@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setImmediate as tick } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
+import { openSqliteStore } from '../../src/store/index.ts';
 import { WriteQueue } from '../../src/store/sqlite/write-queue.ts';
+import { newJob } from './contract.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'wharf-fsync-'));
 let n = 0;
@@ -156,5 +158,33 @@ describe('sqlite group fsync off the event loop', () => {
     other.close();
     queue.close();
     db.close();
+  });
+
+  it('the store: an async submit resolves after its fsync, a /runsync submit and a take at commit', async () => {
+    const held: Done[] = [];
+    const store = openSqliteStore({ path: join(dir, `store-${n++}.db`), fdatasync: (_fd, done) => held.push(done) });
+    await store.migrate();
+    const release = async () => {
+      while (held.length > 0) held.shift()!(null);
+      await tick();
+    };
+    await release();
+    const asyncJob = watch(store.submitJob(newJob('ep')));
+    const syncJob = watch(store.submitJob({ ...newJob('ep'), mode: 'sync' }));
+    await tick();
+    await tick();
+    expect(syncJob.settled()).toBe(true);
+    expect(asyncJob.settled()).toBe(false);
+    const taken = watch(store.takeJobs('ep', 'w1', 10, newJob('ep').createdAt + 1000));
+    await tick();
+    await tick();
+    expect(taken.settled()).toBe(true);
+    expect(await taken.value).toHaveLength(2);
+    const durable = watch(store.whenDurable());
+    await tick();
+    expect(durable.settled()).toBe(false);
+    await release();
+    await Promise.all([asyncJob.value, durable.value]);
+    await store.close();
   });
 });

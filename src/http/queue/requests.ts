@@ -81,6 +81,8 @@ export function registerRequestsRoute(app: FastifyInstance, deps: AppDeps): void
       const before = request.query.cursor === undefined ? null : decodeCursor(request.query.cursor);
       // One more than asked: tells whether a next page exists without a second query.
       const rows = await deps.store.listJobs(endpoint.id, { limit: limit + 1, before });
+      // Show only states already on disk (as engine.getJob does).
+      await deps.store.whenDurable();
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
       const nextCursor = rows.length > limit && last ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null;

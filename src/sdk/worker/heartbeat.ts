@@ -4,6 +4,8 @@
 
 import { pingUrl } from './env.ts';
 import type { WorkerEnv } from './env.ts';
+import { coerceError } from './errors.ts';
+import { describeHttpError } from './http.ts';
 import type { WorkerHttp } from './http.ts';
 import type { WorkerLogger } from './log.ts';
 
@@ -57,7 +59,8 @@ export class Heartbeat {
           if (res.status >= 400) this.#deps.log.log('DEBUG', `Heartbeat answered HTTP ${res.status}`);
         },
         (err: unknown) => {
-          if (!this.#abort.signal.aborted) this.#deps.log.log('DEBUG', `Heartbeat failed: ${String(err)}`);
+          if (!this.#abort.signal.aborted)
+            this.#deps.log.log('DEBUG', `Heartbeat failed: ${describeHttpError(coerceError(err))}`);
         },
       )
       .finally(() => {

@@ -34,11 +34,17 @@ export async function progressUpdate(job: Pick<Job, 'id'>, value: unknown): Prom
   try {
     const cfg = readWorkerEnv(process.env);
     const log = createLogger({ level: cfg.logLevel, json: cfg.endpointId !== undefined });
-    await new WorkerHttp(cfg.apiKey).post(outputUrl(cfg, job.id, false), progressBody(value), job.id, {
-      waitsMs: cfg.retryWaitsMs,
-      log,
-      what: 'progress update',
-    });
+    const http = new WorkerHttp(cfg.apiKey);
+    try {
+      await http.post(outputUrl(cfg, job.id, false), progressBody(value), job.id, {
+        waitsMs: cfg.retryWaitsMs,
+        log,
+        what: 'progress update',
+      });
+    } finally {
+      // A one-off client: its keep-alive connection has nothing left to serve.
+      http.destroy();
+    }
   } catch (err) {
     // Only reachable without RUNPOD_WEBHOOK_GET_JOB: nowhere to post, which is not the handler's problem.
     process.stderr.write(`progressUpdate(${job.id}) dropped: ${err instanceof Error ? err.message : String(err)}\n`);

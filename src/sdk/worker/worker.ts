@@ -7,7 +7,7 @@ import { outputUrl, stopUrl, takeUrl } from './env.ts';
 import type { WorkerEnv } from './env.ts';
 import { coerceError } from './errors.ts';
 import { Heartbeat } from './heartbeat.ts';
-import { describeFetchError, WorkerHttp } from './http.ts';
+import { describeHttpError, WorkerHttp } from './http.ts';
 import type { HttpResponse } from './http.ts';
 import type { WorkerLogger } from './log.ts';
 import { progressBody, registerProgress } from './progress.ts';
@@ -42,6 +42,8 @@ export class Worker<I, O> {
   readonly #log: WorkerLogger;
   readonly #http: WorkerHttp;
   readonly #heartbeat: Heartbeat;
+  /** What every job's runner needs; the same for all of them, so built once. */
+  readonly #jobDeps: RunJobDeps;
   readonly #running = new Map<string, RunningJob>();
   /** Ends the take loop (graceful stop). */
   readonly #stopping = new AbortController();
@@ -62,6 +64,14 @@ export class Worker<I, O> {
     this.workerId = cfg.workerId;
     this.#http = new WorkerHttp(cfg.apiKey);
     this.#heartbeat = new Heartbeat({ cfg, http: this.#http, log, jobIds: () => [...this.#running.keys()] });
+    this.#jobDeps = {
+      cfg,
+      http: this.#http,
+      log,
+      returnAggregateStream: opts.returnAggregateStream === true,
+      refreshWorker: opts.refreshWorker === true,
+      hardStop: this.#hardStop.signal,
+    };
     this.done = this.#run();
   }
 
@@ -104,6 +114,8 @@ export class Worker<I, O> {
     this.#stopChannel.abort();
     await stopLoop;
     this.#heartbeat.stop();
+    // Close the pooled keep-alive connections (after any progress post a handler left running has ended).
+    this.#http.destroy();
     this.#finished = true;
     clearTimeout(this.#stopTimer);
     this.#log.log('INFO', 'Worker stopped');
@@ -170,22 +182,15 @@ export class Worker<I, O> {
     }
     this.#log.log('INFO', 'Job taken', job.id);
     const controller = new AbortController();
-    const unregister = registerProgress(job.id, (value) => this.#postProgress(job.id, value));
+    const progressUpdate = (value: unknown): Promise<void> => this.#postProgress(job.id, value);
+    const unregister = registerProgress(job.id, progressUpdate);
     const ctx: HandlerContext = {
       signal: controller.signal,
-      progressUpdate: (value) => this.#postProgress(job.id, value),
+      progressUpdate,
       log: this.#log.forJob(job.id),
       workerId: this.workerId,
     };
-    const deps: RunJobDeps = {
-      cfg: this.#cfg,
-      http: this.#http,
-      log: this.#log,
-      returnAggregateStream: this.#opts.returnAggregateStream === true,
-      refreshWorker: this.#opts.refreshWorker === true,
-      hardStop: this.#hardStop.signal,
-    };
-    const finished = runJob(this.#opts.handler, job, ctx, deps)
+    const finished = runJob(this.#opts.handler, job, ctx, this.#jobDeps)
       .catch((err: unknown) => this.#log.log('ERROR', `Job runner failed: ${describe(err)}`, job.id))
       .finally(() => {
         unregister();
@@ -294,5 +299,5 @@ function isTimeout(err: unknown): boolean {
 }
 
 function describe(err: unknown): string {
-  return describeFetchError(coerceError(err));
+  return describeHttpError(coerceError(err));
 }

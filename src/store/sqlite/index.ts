@@ -46,6 +46,8 @@ export interface SqliteStoreOptions {
    * blocks the event loop for the whole fsync. Kept for comparison (npm run bench).
    */
   fsync?: 'off-loop' | 'in-commit';
+  /** Tests only: replaces fs.fdatasync for the off-loop sync, to hold it and see what waits for the disk. */
+  fdatasync?: (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => void;
 }
 
 /** The embedded default store: node:sqlite in WAL mode with group commit. */
@@ -394,5 +396,8 @@ export function openSqliteStore(opts: SqliteStoreOptions): Store {
   // Off the loop: COMMIT only appends to the WAL (NORMAL) and the write queue fdatasyncs it (write-queue.ts).
   db.exec(`PRAGMA synchronous = ${durable && !offLoop ? 'FULL' : 'NORMAL'}`);
   db.exec('PRAGMA busy_timeout = 5000');
-  return new SqliteStore(db, offLoop ? { kind: 'wal-fsync', walPath: `${opts.path}-wal` } : { kind: 'none' });
+  return new SqliteStore(
+    db,
+    offLoop ? { kind: 'wal-fsync', walPath: `${opts.path}-wal`, fdatasync: opts.fdatasync } : { kind: 'none' },
+  );
 }
