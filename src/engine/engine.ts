@@ -143,8 +143,14 @@ export class JobEngine {
    * no client sees a result that a power cut could take back.
    */
   async getJob(endpointId: string, jobId: string): Promise<Job> {
-    const job = await this.store.getJob(endpointId, jobId);
+    const job = await this.peekJob(endpointId, jobId);
     await this.store.whenDurable();
+    return job;
+  }
+
+  /** getJob without waiting for the disk: for looks whose result is not shown to anyone (a wait loop's checks). */
+  private async peekJob(endpointId: string, jobId: string): Promise<Job> {
+    const job = await this.store.getJob(endpointId, jobId);
     // Past its ttl the job is gone, even in the moment before a sweep deletes it.
     if (job && job.expiresAt <= this.clock.now()) throw new WharfError('JOB_EXPIRED', { jobId });
     if (job) return job;
@@ -180,8 +186,11 @@ export class JobEngine {
     for (;;) {
       const waiter = this.armJob(endpointId, jobId, deadline - this.clock.now(), signal);
       try {
-        const job = await this.getJob(endpointId, jobId);
-        if (isTerminal(job.status) || this.clock.now() >= deadline || signal?.aborted) return job;
+        const job = await this.peekJob(endpointId, jobId);
+        if (isTerminal(job.status) || this.clock.now() >= deadline || signal?.aborted) {
+          await this.store.whenDurable();
+          return job;
+        }
         if (!(await waiter.promise)) return await this.getJob(endpointId, jobId);
       } finally {
         waiter.dispose();
@@ -199,7 +208,7 @@ export class JobEngine {
     for (;;) {
       const waiter = this.armJob(endpointId, jobId, deadline - this.clock.now(), signal);
       try {
-        const job = await this.getJob(endpointId, jobId);
+        const job = await this.peekJob(endpointId, jobId);
         const read = await this.store.readChunks(endpointId, jobId, consumer);
         if (read.chunks.length > 0 || isTerminal(job.status) || this.clock.now() >= deadline || signal?.aborted) {
           // Re-read the status after the chunks: a job that finished in between reports its final state.

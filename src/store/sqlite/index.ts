@@ -217,6 +217,7 @@ class SqliteStore implements Store {
       for (const id of this.workers.silentSince(silentSince)) {
         const sweep = this.jobs.release(id, now, maxAttempts, 'lease expired');
         // A worker already known dead keeps the reason it died with (e.g. its exit code and last line).
+        this.workers.forget(id);
         this.db
           .prepare(
             `UPDATE workers SET reason = CASE WHEN state = 'unhealthy' THEN reason ELSE 'lease-expired' END,
@@ -290,7 +291,11 @@ class SqliteStore implements Store {
     return this.write(() => this.res.updateEndpoint(e));
   }
   deleteEndpoint(userId: string, id: string) {
-    return this.write(() => this.res.deleteEndpoint(userId, id));
+    return this.write(() => {
+      // It deletes the endpoint's workers too (resources.ts).
+      this.workers.forgetAll();
+      return this.res.deleteEndpoint(userId, id);
+    });
   }
   async endpointsUsingTemplate(userId: string, templateId: string) {
     return this.res.endpointsUsingTemplate(userId, templateId);
