@@ -31,10 +31,8 @@ export interface ServerWindow {
   /** Server process CPU (user + system). */
   cpuMs: number;
   commits: number;
-  /** Time the server's event loop spent inside COMMIT (fsync included only with --sqlite-fsync in-commit), and the CPU. */
+  /** Time the server's event loop spent inside COMMIT (fsync included only with --sqlite-fsync in-commit), and nothing else. */
   commitMs: number;
-  commitUserMs: number;
-  commitSysMs: number;
   /** Store writes (one per submit, take, finish, …) carried by those commits. */
   writes: number;
   /** WAL fdatasyncs run on the thread pool (--sqlite-fsync off-loop), and their summed duration (call → callback). */

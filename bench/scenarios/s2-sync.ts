@@ -99,7 +99,7 @@ function report(ctx: Ctx, c1: Run, c50: Run, before: { c1: Run; c50: Run } | nul
     r.cpuUs,
     r.workerCpuUs,
     `${round((r.win.commits / r.win.wallMs) * 1000)}/s, ${round(r.win.writes / r.win.commits)} writes each, ` +
-      `${round(r.win.commitMs / r.win.commits)} ms each (${round((r.win.commitUserMs + r.win.commitSysMs) / r.win.commits)} ms CPU); ` +
+      `${round(r.win.commitMs / r.win.commits)} ms each in COMMIT; ` +
       fsyncNote(r.win),
   ];
   const markdown = [

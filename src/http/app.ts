@@ -108,9 +108,10 @@ export function buildApp(deps: AppDeps, opts: AppOptions = {}): FastifyInstance 
   // Before any route: every route registered from here on appears in /v1/openapi.json.
   const routes = collectRoutes(app);
 
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     reply.header('x-content-type-options', 'nosniff');
-    return payload;
+    if (opts.draining?.() === true) reply.header('connection', 'close');
+    done(null, payload);
   });
   if (opts.draining) registerDrain(app, opts.draining);
 
@@ -157,16 +158,13 @@ const NOT_DURING_DRAIN = /^\/v2\/[^/]+\/(job-take|job-take-batch)\/|^\/readyz/;
  * answer then closes its connection, so the server is not kept open by idle keep-alive sockets.
  */
 function registerDrain(app: FastifyInstance, draining: () => boolean): void {
-  app.addHook('onRequest', async (request, reply) => {
-    if (!draining()) return;
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!draining()) return done();
     reply.header('connection', 'close');
     const path = request.url.split('?')[0]!;
-    if (FINISHING.test(path)) return;
-    if ((request.method === 'GET' || request.method === 'HEAD') && !NOT_DURING_DRAIN.test(path)) return;
-    throw new WharfError('SHUTTING_DOWN');
+    if (FINISHING.test(path)) return done();
+    if ((request.method === 'GET' || request.method === 'HEAD') && !NOT_DURING_DRAIN.test(path)) return done();
+    done(new WharfError('SHUTTING_DOWN'));
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
-    if (draining()) reply.header('connection', 'close');
-    return payload;
-  });
+  // Every answer during a drain closes its connection: the onSend hook in buildApp adds `connection: close`.
 }
