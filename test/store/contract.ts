@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Endpoint, Template, WorkerRecord } from '../../src/domain/index.ts';
 import { ENDPOINT_DEFAULTS, TEMPLATE_DEFAULTS } from '../../src/domain/index.ts';
 import type { NewJob, Store } from '../../src/store/index.ts';
+import { countsContract } from './contract-counts.ts';
 import { managementContract } from './contract-management.ts';
 import { requestsContract } from './contract-requests.ts';
 
@@ -415,6 +416,7 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
 
     managementContract(() => store);
     requestsContract(() => store);
+    countsContract(() => store);
 
     it('migrate is idempotent', async () => {
       await store.migrate();

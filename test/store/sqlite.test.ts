@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../src/store/index.ts';
+import { MIGRATIONS } from '../../src/store/sqlite/migrations.ts';
 import { newJob, storeContract } from './contract.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'wharf-store-'));
@@ -40,5 +41,63 @@ describe('sqlite specifics', () => {
     const again = openSqliteStore({ path });
     await expect(again.migrate()).rejects.toThrow(/newer|9999/);
     await again.close();
+  });
+
+  it('migration 6 counts the jobs already there, as the queries it replaced did', async () => {
+    const path = join(dir, 'counts-backfill.db');
+    const db = new DatabaseSync(path);
+    db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER)');
+    for (const m of MIGRATIONS.filter((m) => m.version <= 5)) {
+      db.exec(m.sql);
+      db.prepare('INSERT INTO schema_migrations VALUES (?, ?, 0)').run(m.version, m.name);
+    }
+    const insert = db.prepare(
+      `INSERT INTO jobs (id, endpoint_id, status, input, policy, policy_given, low_priority, execution_timeout_ms,
+         ttl_ms, mode, retention_ms, created_at, queued_at, expires_at, retries)
+       VALUES (?, ?, ?, '{}', '{}', 0, ?, 60000, 3600000, 'async', 1800000, ?, ?, ?, ?)`,
+    );
+    const statuses = ['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
+    const eps = ['ep-a', 'ep-b', 'ep-c'];
+    const t0 = 1_700_000_000_000;
+    for (let i = 0; i < 60; i++) {
+      insert.run(`old-${i}`, eps[i % 3]!, statuses[i % 6]!, i % 5 === 0 ? 1 : 0, t0 + i, t0 + i, t0 + i, i % 7 ? 0 : 1);
+    }
+    const store = openSqliteStore({ path });
+    await store.migrate();
+    for (const ep of eps) {
+      const byStatus = db
+        .prepare('SELECT status, COUNT(*) AS n, SUM(retries > 0) AS r FROM jobs WHERE endpoint_id = ? GROUP BY status')
+        .all(ep) as Array<{ status: string; n: number; r: number }>;
+      const n = (status: string) => byStatus.find((r) => r.status === status)?.n ?? 0;
+      expect(await store.jobCounts(ep)).toEqual({
+        inQueue: n('IN_QUEUE'),
+        inProgress: n('IN_PROGRESS'),
+        completed: n('COMPLETED'),
+        failed: n('FAILED'),
+        cancelled: n('CANCELLED'),
+        timedOut: n('TIMED_OUT'),
+        retried: byStatus.reduce((sum, r) => sum + r.r, 0),
+      });
+      const q = db
+        .prepare(
+          `SELECT SUM(low_priority = 0) AS normal, SUM(low_priority = 1) AS low,
+             MIN(CASE WHEN low_priority = 0 THEN queued_at END) AS oldest
+           FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE'`,
+        )
+        .get(ep) as { normal: number | null; low: number | null; oldest: number | null };
+      expect(await store.queueSnapshot(ep)).toEqual({
+        inQueue: q.normal ?? 0,
+        inQueueLowPriority: q.low ?? 0,
+        inProgress: n('IN_PROGRESS'),
+        oldestQueuedAt: q.oldest,
+      });
+    }
+    const active = db
+      .prepare(`SELECT DISTINCT endpoint_id FROM jobs WHERE status IN ('IN_QUEUE', 'IN_PROGRESS') ORDER BY 1`)
+      .all() as Array<{ endpoint_id: string }>;
+    expect((await store.activeEndpointIds()).sort()).toEqual(active.map((r) => r.endpoint_id));
+    expect(active.length).toBe(2);
+    db.close();
+    await store.close();
   });
 });

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { LeaderDuties } from '../types-cluster.ts';
+import { compactJobCounts } from './counts.ts';
 import type { Db } from './db.ts';
 
 /**
@@ -10,6 +11,8 @@ export const LOCK_KEY_SQL = `hashtextextended('wharf.' || $1::text || '.' || cur
 
 /** Expired rate-limit counters are deleted by the leader this often (rate-limiter-flexible's own timer is off). */
 const PRUNE_EVERY_MS = 5 * 60_000;
+/** The job counters' per-backend rows are folded together this often (counts.ts compactJobCounts). */
+const COMPACT_EVERY_MS = 60_000;
 
 export interface ElectorOptions {
   retryMs: number;
@@ -36,6 +39,7 @@ export class LeaderElector {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private lastPrune = 0;
+  private lastCompact = 0;
   /** The last step failed: an outage is reported once, not every retryMs. */
   private failing = false;
 
@@ -148,6 +152,10 @@ export class LeaderElector {
 
   private async housekeeping(): Promise<void> {
     const now = Date.now();
+    if (now - this.lastCompact >= COMPACT_EVERY_MS) {
+      this.lastCompact = now;
+      await compactJobCounts(this.db).catch(() => {});
+    }
     if (now - this.lastPrune < PRUNE_EVERY_MS) return;
     this.lastPrune = now;
     await this.db.query('DELETE FROM rate_limits WHERE expire < $1', [now - 3_600_000]).catch(() => {});

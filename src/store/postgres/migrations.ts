@@ -210,6 +210,80 @@ CREATE TABLE webhook_attempts (
     name: 'jobs: newest-first listing per endpoint (/requests)',
     sql: `CREATE INDEX jobs_endpoint_created ON jobs (endpoint_id, created_at DESC, id DESC);`,
   },
+  {
+    version: 6,
+    name: 'jobs: counts per endpoint kept by triggers, oldest normal-priority queued job by index',
+    // /health, the autoscaler and metrics read these every tick: counting the jobs table grew with the queue. The
+    // statement triggers add each statement's changes per (endpoint, status, priority, retried) key in the same
+    // transaction, whatever statement makes them. Each server process (backend) adds to rows of its own: one backend
+    // runs one transaction at a time, so no two transactions ever wait on each other for a counter row (a single row
+    // per key would serialise every submit to an endpoint on it, commit fsync included, and could deadlock). A key's
+    // count is the sum of its rows; the leader folds the rows into backend 0 now and then (compactJobCounts).
+    // The triggers are created before the backfill: writes that commit after it are counted by them. The functions
+    // keep this schema's search_path, so a session writing to these jobs from elsewhere still counts here.
+    sql: `
+CREATE TABLE job_counts (
+  endpoint_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  low_priority BOOLEAN NOT NULL,
+  retried BOOLEAN NOT NULL,
+  backend INTEGER NOT NULL,
+  n BIGINT NOT NULL,
+  PRIMARY KEY (endpoint_id, status, low_priority, retried, backend)
+);
+
+CREATE FUNCTION job_counts_inserted() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+  INSERT INTO job_counts AS c (endpoint_id, status, low_priority, retried, backend, n)
+  SELECT endpoint_id, status, low_priority, retries > 0, pg_backend_pid(), COUNT(*) FROM new_jobs GROUP BY 1, 2, 3, 4
+  ON CONFLICT (endpoint_id, status, low_priority, retried, backend) DO UPDATE SET n = c.n + EXCLUDED.n;
+  RETURN NULL;
+END $$;
+
+CREATE FUNCTION job_counts_deleted() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+  INSERT INTO job_counts AS c (endpoint_id, status, low_priority, retried, backend, n)
+  SELECT endpoint_id, status, low_priority, retries > 0, pg_backend_pid(), -COUNT(*) FROM old_jobs GROUP BY 1, 2, 3, 4
+  ON CONFLICT (endpoint_id, status, low_priority, retried, backend) DO UPDATE SET n = c.n + EXCLUDED.n;
+  RETURN NULL;
+END $$;
+
+-- Keys the statement left unchanged cancel out (a progress post, a ttl change): nothing is written for them.
+CREATE FUNCTION job_counts_updated() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+  INSERT INTO job_counts AS c (endpoint_id, status, low_priority, retried, backend, n)
+  SELECT endpoint_id, status, low_priority, retried, pg_backend_pid(), SUM(d)
+  FROM (SELECT endpoint_id, status, low_priority, retries > 0 AS retried, -1 AS d FROM old_jobs
+        UNION ALL
+        SELECT endpoint_id, status, low_priority, retries > 0, 1 FROM new_jobs) AS changes
+  GROUP BY 1, 2, 3, 4 HAVING SUM(d) <> 0
+  ON CONFLICT (endpoint_id, status, low_priority, retried, backend) DO UPDATE SET n = c.n + EXCLUDED.n;
+  RETURN NULL;
+END $$;
+
+-- Not used by Wharf. An operator's TRUNCATE waits for every writer (ACCESS EXCLUSIVE) and, with the lock of
+-- counts.ts compactJobCounts, for a compaction: nothing is left to count.
+CREATE FUNCTION job_counts_truncated() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtextextended('wharf.job_counts.' || current_schema(), 0));
+  DELETE FROM job_counts;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER job_counts_insert AFTER INSERT ON jobs REFERENCING NEW TABLE AS new_jobs
+  FOR EACH STATEMENT EXECUTE FUNCTION job_counts_inserted();
+CREATE TRIGGER job_counts_delete AFTER DELETE ON jobs REFERENCING OLD TABLE AS old_jobs
+  FOR EACH STATEMENT EXECUTE FUNCTION job_counts_deleted();
+CREATE TRIGGER job_counts_update AFTER UPDATE ON jobs REFERENCING OLD TABLE AS old_jobs NEW TABLE AS new_jobs
+  FOR EACH STATEMENT EXECUTE FUNCTION job_counts_updated();
+CREATE TRIGGER job_counts_truncate AFTER TRUNCATE ON jobs FOR EACH STATEMENT EXECUTE FUNCTION job_counts_truncated();
+
+INSERT INTO job_counts (endpoint_id, status, low_priority, retried, backend, n)
+SELECT endpoint_id, status, low_priority, retries > 0, 0, COUNT(*) FROM jobs GROUP BY 1, 2, 3, 4;
+
+CREATE INDEX jobs_queue_normal ON jobs (endpoint_id, queued_at) WHERE status = 'IN_QUEUE' AND NOT low_priority;
+`,
+  },
 ];
 
 export const LATEST = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -237,9 +237,13 @@ export class SqliteJobs {
     return { ...job, expiresAt, policy };
   }
 
+  // The three reads below run every autoscaler tick and on every /health: they read the counters that the
+  // triggers of migration 6 keep (a few rows per endpoint) and one index entry, never the jobs themselves. Like the
+  // queries they replace, they count jobs whose ttl ran out but that the sweep has not deleted yet.
   counts(endpointId: string): JobCounts {
     const rows = this.q(
-      'SELECT status, COUNT(*) AS n, SUM(retries > 0) AS r FROM jobs WHERE endpoint_id = ? GROUP BY status',
+      `SELECT status, SUM(n) AS n, SUM(CASE WHEN retried THEN n ELSE 0 END) AS r FROM job_counts WHERE endpoint_id = ?
+       GROUP BY status`,
     ).all(endpointId) as Array<{ status: string; n: number; r: number }>;
     const c: JobCounts = { inQueue: 0, inProgress: 0, completed: 0, failed: 0, cancelled: 0, timedOut: 0, retried: 0 };
     for (const row of rows) {
@@ -255,22 +259,28 @@ export class SqliteJobs {
   }
 
   snapshot(endpointId: string): QueueSnapshot {
-    const q = this.q(
-      `SELECT SUM(low_priority = 0) AS normal, SUM(low_priority = 1) AS low,
-              MIN(CASE WHEN low_priority = 0 THEN queued_at END) AS oldest
-       FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE'`,
-    ).get(endpointId) as { normal: number | null; low: number | null; oldest: number | null };
-    const p = this.q(`SELECT COUNT(*) AS n FROM jobs WHERE endpoint_id = ? AND status = 'IN_PROGRESS'`).get(
-      endpointId,
-    ) as {
-      n: number;
+    const c = this.q(
+      `SELECT SUM(CASE WHEN status = 'IN_QUEUE' AND low_priority = 0 THEN n ELSE 0 END) AS normal,
+              SUM(CASE WHEN status = 'IN_QUEUE' AND low_priority = 1 THEN n ELSE 0 END) AS low,
+              SUM(CASE WHEN status = 'IN_PROGRESS' THEN n ELSE 0 END) AS running
+       FROM job_counts WHERE endpoint_id = ? AND status IN ('IN_QUEUE', 'IN_PROGRESS')`,
+    ).get(endpointId) as { normal: number | null; low: number | null; running: number | null };
+    // The first entry of the jobs_queue_normal index.
+    const oldest = this.q(
+      `SELECT queued_at FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND low_priority = 0
+       ORDER BY queued_at LIMIT 1`,
+    ).get(endpointId) as { queued_at: number } | undefined;
+    return {
+      inQueue: c.normal ?? 0,
+      inQueueLowPriority: c.low ?? 0,
+      inProgress: c.running ?? 0,
+      oldestQueuedAt: oldest?.queued_at ?? null,
     };
-    return { inQueue: q.normal ?? 0, inQueueLowPriority: q.low ?? 0, inProgress: p.n, oldestQueuedAt: q.oldest };
   }
 
   activeEndpoints(): string[] {
     const rows = this.q(
-      `SELECT DISTINCT endpoint_id FROM jobs WHERE status IN ('IN_QUEUE', 'IN_PROGRESS')`,
+      `SELECT DISTINCT endpoint_id FROM job_counts WHERE status IN ('IN_QUEUE', 'IN_PROGRESS') AND n > 0`,
     ).all() as Array<{ endpoint_id: string }>;
     return rows.map((r) => r.endpoint_id);
   }

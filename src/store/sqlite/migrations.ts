@@ -190,6 +190,53 @@ CREATE TABLE webhook_attempts (
     name: 'jobs: newest-first listing per endpoint (/requests)',
     sql: `CREATE INDEX jobs_endpoint_created ON jobs (endpoint_id, created_at DESC, id DESC);`,
   },
+  {
+    version: 6,
+    name: 'jobs: counts per endpoint kept by triggers, oldest normal-priority queued job by index',
+    // /health, the autoscaler and metrics read these every tick: counting the jobs table grew with the queue
+    // (hundreds of ms at a million queued, on the event loop). The triggers keep one row per (endpoint, status,
+    // priority, retried) key exact in the same transaction as every insert, delete and status change, whatever
+    // statement makes it. Rows that drop to zero stay (at most 24 per endpoint) until the endpoint is deleted.
+    sql: `
+CREATE TABLE job_counts (
+  endpoint_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  low_priority INTEGER NOT NULL,
+  retried INTEGER NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY (endpoint_id, status, low_priority, retried)
+) WITHOUT ROWID;
+
+CREATE TRIGGER job_counts_insert AFTER INSERT ON jobs BEGIN
+  INSERT INTO job_counts (endpoint_id, status, low_priority, retried, n)
+  VALUES (NEW.endpoint_id, NEW.status, NEW.low_priority, NEW.retries > 0, 1)
+  ON CONFLICT (endpoint_id, status, low_priority, retried) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER job_counts_delete AFTER DELETE ON jobs BEGIN
+  UPDATE job_counts SET n = n - 1
+  WHERE endpoint_id = OLD.endpoint_id AND status = OLD.status AND low_priority = OLD.low_priority
+    AND retried = (OLD.retries > 0);
+END;
+
+CREATE TRIGGER job_counts_update AFTER UPDATE OF endpoint_id, status, low_priority, retries ON jobs
+WHEN OLD.endpoint_id IS NOT NEW.endpoint_id OR OLD.status IS NOT NEW.status
+  OR OLD.low_priority IS NOT NEW.low_priority OR (OLD.retries > 0) IS NOT (NEW.retries > 0)
+BEGIN
+  UPDATE job_counts SET n = n - 1
+  WHERE endpoint_id = OLD.endpoint_id AND status = OLD.status AND low_priority = OLD.low_priority
+    AND retried = (OLD.retries > 0);
+  INSERT INTO job_counts (endpoint_id, status, low_priority, retried, n)
+  VALUES (NEW.endpoint_id, NEW.status, NEW.low_priority, NEW.retries > 0, 1)
+  ON CONFLICT (endpoint_id, status, low_priority, retried) DO UPDATE SET n = n + 1;
+END;
+
+INSERT INTO job_counts (endpoint_id, status, low_priority, retried, n)
+SELECT endpoint_id, status, low_priority, retries > 0, COUNT(*) FROM jobs GROUP BY 1, 2, 3, 4;
+
+CREATE INDEX jobs_queue_normal ON jobs (endpoint_id, queued_at) WHERE status = 'IN_QUEUE' AND low_priority = 0;
+`,
+  },
 ];
 
 export function migrate(db: DatabaseSync): void {

@@ -143,6 +143,8 @@ export class SqliteResources {
       this.q('DELETE FROM stream_chunks WHERE job_id IN (SELECT id FROM jobs WHERE endpoint_id = ?)').run(id);
       this.q('DELETE FROM stream_cursors WHERE job_id IN (SELECT id FROM jobs WHERE endpoint_id = ?)').run(id);
       this.q('DELETE FROM jobs WHERE endpoint_id = ?').run(id);
+      // The triggers brought the endpoint's counters to zero; their rows go too.
+      this.q('DELETE FROM job_counts WHERE endpoint_id = ? AND n = 0').run(id);
       this.q('DELETE FROM tombstones WHERE endpoint_id = ?').run(id);
       this.q('DELETE FROM job_stops WHERE worker_id IN (SELECT id FROM workers WHERE endpoint_id = ?)').run(id);
       this.q('DELETE FROM workers WHERE endpoint_id = ?').run(id);
