@@ -341,8 +341,11 @@ export class SqliteJobs {
   }
 
   runningByWorker(endpointId: string): Record<string, number> {
+    // Only running jobs (few: workers × concurrency) are read. Left to itself the planner would walk every job of
+    // the endpoint through jobs_endpoint_created, a million at a deep queue.
     const rows = this.q(
-      `SELECT worker_id, COUNT(*) AS n FROM jobs WHERE endpoint_id = ? AND status = 'IN_PROGRESS' GROUP BY worker_id`,
+      `SELECT worker_id, COUNT(*) AS n FROM jobs INDEXED BY jobs_worker WHERE status = 'IN_PROGRESS' AND endpoint_id = ?
+         GROUP BY worker_id`,
     ).all(endpointId) as Array<{ worker_id: string; n: number }>;
     return Object.fromEntries(rows.map((r) => [r.worker_id, r.n]));
   }
