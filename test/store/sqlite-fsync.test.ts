@@ -76,7 +76,7 @@ describe('sqlite group fsync off the event loop', () => {
     db.close();
   });
 
-  it('commits made while a sync runs wait for the next one; one sync covers a whole group', async () => {
+  it('durable writes made while a sync runs are held, committed as one group, and synced by the next one', async () => {
     const { db, queue, held, insert } = heldQueue();
     const first = watch(insert(1));
     await tick();
@@ -90,9 +90,15 @@ describe('sqlite group fsync off the event loop', () => {
     later.push(watch(insert(4)));
     await tick();
     expect(held).toHaveLength(1);
+    // Held, not committed: they are committed together when the running fsync ends, right before the next one.
+    expect(db.prepare('SELECT count(*) AS c FROM t').get()).toEqual({ c: 1 });
+    const soft = watch(insert(5, false));
+    await tick();
+    expect(soft.settled()).toBe(true); // a soft write is never held
     held.shift()!(null);
     await first.value;
     await tick();
+    expect(db.prepare('SELECT count(*) AS c FROM t').get()).toEqual({ c: 5 });
     expect(later.every((w) => !w.settled())).toBe(true);
     // The next sync started at once and covers all three.
     expect(held).toHaveLength(1);
