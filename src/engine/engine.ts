@@ -138,13 +138,25 @@ export class JobEngine {
   }
 
   /**
+   * Before showing a job: wait until what is committed is on disk. Unlike whenDurable it never fails: when the disk
+   * itself fails (read-only, I/O errors) reads keep answering with what is committed, while writes report 503.
+   */
+  async settledView(): Promise<void> {
+    try {
+      await this.store.whenDurable();
+    } catch {
+      // The failing fsync was reported to the writes it covered.
+    }
+  }
+
+  /**
    * The job, or the right 404: expired (ttl), results expired (retention), or never existed. What it returns is on
    * disk: a state committed but not yet fsynced (store/sqlite/write-queue.ts) is shown only once its sync is done, so
    * no client sees a result that a power cut could take back.
    */
   async getJob(endpointId: string, jobId: string): Promise<Job> {
     const job = await this.peekJob(endpointId, jobId);
-    await this.store.whenDurable();
+    await this.settledView();
     return job;
   }
 
@@ -188,7 +200,7 @@ export class JobEngine {
       try {
         const job = await this.peekJob(endpointId, jobId);
         if (isTerminal(job.status) || this.clock.now() >= deadline || signal?.aborted) {
-          await this.store.whenDurable();
+          await this.settledView();
           return job;
         }
         if (!(await waiter.promise)) return await this.getJob(endpointId, jobId);
@@ -213,7 +225,7 @@ export class JobEngine {
         if (read.chunks.length > 0 || isTerminal(job.status) || this.clock.now() >= deadline || signal?.aborted) {
           // Re-read the status after the chunks: a job that finished in between reports its final state.
           const latest = read.chunks.length > 0 ? ((await this.store.getJob(endpointId, jobId)) ?? job) : job;
-          await this.store.whenDurable();
+          await this.settledView();
           return { status: latest.status, chunks: read.chunks };
         }
         if (!(await waiter.promise)) {

@@ -82,7 +82,7 @@ export function registerRequestsRoute(app: FastifyInstance, deps: AppDeps): void
       // One more than asked: tells whether a next page exists without a second query.
       const rows = await deps.store.listJobs(endpoint.id, { limit: limit + 1, before });
       // Show only states already on disk (as engine.getJob does).
-      await deps.store.whenDurable();
+      await deps.engine.settledView();
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
       const nextCursor = rows.length > limit && last ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null;
