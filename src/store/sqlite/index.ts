@@ -107,7 +107,9 @@ class SqliteStore implements Store {
     if (job.mode === 'sync') return this.softWrite(() => this.jobs.submit(job));
     return this.write(() => this.jobs.submit(job));
   }
-  takeJobs(endpointId: string, workerId: string, max: number, now: number) {
+  async takeJobs(endpointId: string, workerId: string, max: number, now: number) {
+    // Read first: a poll that finds the queue empty (most of them) must not cost a write transaction.
+    if (!this.jobs.anyTakeable(endpointId, now)) return [];
     return this.softWrite(() => this.jobs.take(endpointId, workerId, max, now));
   }
   async getJob(endpointId: string, jobId: string) {
@@ -236,6 +238,8 @@ class SqliteStore implements Store {
     return this.write(() => this.workers.remove(workerId));
   }
   takeStops(workerId: string) {
+    // Read first, as for takes: job-stop polls are constant and almost always find nothing.
+    if (!this.jobs.anyStops(workerId)) return Promise.resolve([]);
     return this.softWrite(() => this.jobs.takeStops(workerId));
   }
 

@@ -87,6 +87,16 @@ export class SqliteJobs {
     };
   }
 
+  /** Whether take would find a job (the same conditions, one index probe). */
+  anyTakeable(endpointId: string, now: number): boolean {
+    return (
+      this.q(`SELECT 1 FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND expires_at > ? LIMIT 1`).get(
+        endpointId,
+        now,
+      ) !== undefined
+    );
+  }
+
   take(endpointId: string, workerId: string, max: number, now: number): Job[] {
     // Expired-but-not-yet-swept jobs are skipped: their ttl is over, they must never start.
     const rows = this.q(
@@ -413,6 +423,10 @@ export class SqliteJobs {
       if (r) back.push(toJob(r));
     }
     return back;
+  }
+
+  anyStops(workerId: string): boolean {
+    return this.q('SELECT 1 FROM job_stops WHERE worker_id = ? LIMIT 1').get(workerId) !== undefined;
   }
 
   takeStops(workerId: string): string[] {

@@ -1,5 +1,5 @@
 import { closeSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
-import type { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { WharfError } from '../../errors/index.ts';
 
 interface PendingWrite {
@@ -60,6 +60,7 @@ export class WriteQueue {
   private syncing = false;
   private syncWaiters: SyncWaiter[] = [];
   private walFd: number | null = null;
+  private changesStmt: StatementSync | null = null;
 
   constructor(db: DatabaseSync, opts: { maxBatch?: number; sync?: SyncMode } = {}) {
     this.db = db;
@@ -80,19 +81,16 @@ export class WriteQueue {
   }
 
   /**
-   * Apply what is queued. While an fsync is running, durable writes stay queued: they would wait for the next fsync
-   * anyway, so they are committed together the moment the running one ends, right before that next fsync starts
-   * (larger groups, fewer commits, the same latency). Soft writes never wait. Writes held this way are concurrent
-   * with everything committed meanwhile (their callers have seen nothing yet), so the order stays a valid one.
+   * Apply what is queued. While an fsync is running, writes stay queued and are committed as one group the moment it
+   * ends, right before the next fsync starts: durable writes would wait for that next fsync anyway, and soft ones
+   * wait no longer than they would if SQLite synced inside COMMIT, while the event loop stays free (parsing requests,
+   * answering reads). One commit per fsync keeps the groups large and the WAL small.
    */
   flush(all = false): void {
+    if (!all && this.syncing) return; // the sync's callback flushes
     this.scheduled = false;
-    let ready = this.pending;
+    const ready = this.pending;
     this.pending = [];
-    if (!all && this.syncing) {
-      this.pending = ready.filter((w) => w.durable);
-      ready = ready.filter((w) => !w.durable);
-    }
     for (let i = 0; i < ready.length; i += this.maxBatch) this.commitBatch(ready.slice(i, i + this.maxBatch));
   }
 
@@ -176,8 +174,8 @@ export class WriteQueue {
         if (target > this.durableSeq) this.durableSeq = target;
         for (const w of covered) w.resolve();
       }
-      // The durable writes held while this sync ran: commit them now (flush starts the next sync).
-      if (this.pending.length > 0 && !this.scheduled) this.flush();
+      // The writes held while this sync ran: commit them now (commitBatch starts the next sync).
+      if (this.pending.length > 0) this.flush();
       this.startSync();
     });
   }
@@ -187,8 +185,15 @@ export class WriteQueue {
     for (const w of waiters) w.reject(failure);
   }
 
+  /** Rows changed by this connection so far: a group that changed none wrote nothing to the WAL. */
+  private totalChanges(): number {
+    this.changesStmt ??= this.db.prepare('SELECT total_changes() AS n');
+    return (this.changesStmt.get() as { n: number }).n;
+  }
+
   private commitBatch(batch: PendingWrite[]): void {
     const results: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    const changesBefore = this.totalChanges();
     try {
       this.db.exec('BEGIN IMMEDIATE');
     } catch (error) {
@@ -222,15 +227,18 @@ export class WriteQueue {
       for (const w of batch) w.reject(unavailable(error));
       return;
     }
-    const seq = ++this.committedSeq;
-    const mustSync = this.sync.kind === 'wal-fsync';
+    // A group that changed nothing (a take that found nothing, only failed writes) adds nothing to sync; its durable
+    // writes still wait for earlier commits to be synced, as their results may rest on them.
+    if (this.totalChanges() !== changesBefore) this.committedSeq++;
+    const seq = this.committedSeq;
+    const mustSync = this.sync.kind === 'wal-fsync' && this.durableSeq < seq;
     batch.forEach((w, i) => {
       const r = results[i]!;
       if (!r.ok) w.reject(r.error);
       else if (!w.durable || !mustSync) w.resolve(r.value);
       else this.syncWaiters.push({ seq, resolve: () => w.resolve(r.value), reject: w.reject });
     });
-    if (!mustSync) this.durableSeq = seq;
+    if (this.sync.kind === 'none') this.durableSeq = seq;
     this.startSync();
   }
 }
