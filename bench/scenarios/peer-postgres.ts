@@ -76,6 +76,14 @@ export async function runPgPeer(ctx: Ctx, peer: PgPeer): Promise<Result> {
   } catch (error) {
     return skipped(`could not create a database on the PostgreSQL at ${url.host} (${reasonOf(error)})`);
   }
+  // A pooled connection that the peer's library left open is ended by DROP DATABASE … WITH (FORCE) (SQLSTATE 57P01,
+  // "terminating connection due to administrator command"), and some pools re-emit that as an 'error' event nobody
+  // listens to, which would end the whole harness. Only that error is tolerated, and only while this peer runs.
+  const terminated = (error: unknown): void => {
+    if ((error as { code?: string } | null)?.code !== '57P01') throw error;
+    ctx.log(`${peer.id}: a connection of the peer's pool was terminated by the server (${reasonOf(error)})`);
+  };
+  process.on('uncaughtException', terminated);
   try {
     return await compare(ctx, peer, title, url.toString());
   } catch (error) {
@@ -84,6 +92,9 @@ export async function runPgPeer(ctx: Ctx, peer: PgPeer): Promise<Result> {
     await sql(PG_ADMIN_URL, `DROP DATABASE IF EXISTS ${db} WITH (FORCE)`).catch((error: unknown) =>
       ctx.log(`${peer.id}: could not drop database ${db}: ${reasonOf(error)}`),
     );
+    // Let the pools notice their terminated connections while the guard is still in place.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    process.off('uncaughtException', terminated);
   }
 }
 
