@@ -12,6 +12,7 @@ import type {
   SweptJob,
 } from '../types.ts';
 import { toJob, type JobRow } from './rows.ts';
+import { statementCache } from './statements.ts';
 
 /**
  * The job verbs in SQL. Every method here runs inside a write transaction opened by the WriteQueue (or is a
@@ -19,19 +20,11 @@ import { toJob, type JobRow } from './rows.ts';
  */
 export class SqliteJobs {
   private readonly db: DatabaseSync;
-  private readonly stmts = new Map<string, StatementSync>();
+  private readonly q: (sql: string) => StatementSync;
 
   constructor(db: DatabaseSync) {
     this.db = db;
-  }
-
-  private q(sql: string): StatementSync {
-    let s = this.stmts.get(sql);
-    if (!s) {
-      s = this.db.prepare(sql);
-      this.stmts.set(sql, s);
-    }
-    return s;
+    this.q = statementCache(db);
   }
 
   private row(endpointId: string, jobId: string): JobRow | undefined {

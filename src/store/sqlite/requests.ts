@@ -2,6 +2,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { JobStatus } from '../../domain/index.ts';
 import type { JobListCursor, JobSummary, SchemaVersion } from '../types-requests.ts';
 import { MIGRATIONS, schemaVersion } from './migrations.ts';
+import { statementCache } from './statements.ts';
 
 interface SummaryRow {
   id: string;
@@ -20,19 +21,11 @@ const COLUMNS = 'id, status, created_at, queued_at, started_at, completed_at, wo
 /** Observability reads (store/types-requests.ts). Plain reads: they never take the write lock. */
 export class SqliteRequests {
   private readonly db: DatabaseSync;
-  private readonly stmts = new Map<string, StatementSync>();
+  private readonly q: (sql: string) => StatementSync;
 
   constructor(db: DatabaseSync) {
     this.db = db;
-  }
-
-  private q(sql: string): StatementSync {
-    let s = this.stmts.get(sql);
-    if (!s) {
-      s = this.db.prepare(sql);
-      this.stmts.set(sql, s);
-    }
-    return s;
+    this.q = statementCache(db);
   }
 
   /** Keyset pagination on (created_at, id) through the jobs_endpoint_created index: a page costs `limit` rows. */

@@ -1,5 +1,6 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { ApiKey, Endpoint, Template, User } from '../../domain/index.ts';
+import { statementCache } from './statements.ts';
 
 /** Endpoints kept parsed in memory (getEndpoint); the oldest entry goes first past this many. */
 const ENDPOINT_CACHE_MAX = 10_000;
@@ -12,21 +13,13 @@ function freezeNested(e: Endpoint): Endpoint {
 /** Users, keys, templates and endpoints stored as JSON documents with their lookup columns. */
 export class SqliteResources {
   private readonly db: DatabaseSync;
-  private readonly stmts = new Map<string, StatementSync>();
+  private readonly q: (sql: string) => StatementSync;
   /** Parsed endpoints by id: see getEndpoint. */
   private readonly endpoints = new Map<string, Endpoint>();
 
   constructor(db: DatabaseSync) {
     this.db = db;
-  }
-
-  private q(sql: string): StatementSync {
-    let s = this.stmts.get(sql);
-    if (!s) {
-      s = this.db.prepare(sql);
-      this.stmts.set(sql, s);
-    }
-    return s;
+    this.q = statementCache(db);
   }
 
   private docs<T>(sql: string, ...params: Array<string | number>): T[] {

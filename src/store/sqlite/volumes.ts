@@ -8,6 +8,7 @@ import type {
   VolumeUsage,
 } from '../../domain/index.ts';
 import type { UsageFilter } from '../types-volumes.ts';
+import { statementCache } from './statements.ts';
 
 interface UsageRow {
   worker_id: string;
@@ -26,19 +27,11 @@ interface UsageRow {
 /** Network volumes, registry auths, user settings and usage (store/types-volumes.ts). Called inside the write queue. */
 export class SqliteManagement {
   private readonly db: DatabaseSync;
-  private readonly stmts = new Map<string, StatementSync>();
+  private readonly q: (sql: string) => StatementSync;
 
   constructor(db: DatabaseSync) {
     this.db = db;
-  }
-
-  private q(sql: string): StatementSync {
-    let s = this.stmts.get(sql);
-    if (!s) {
-      s = this.db.prepare(sql);
-      this.stmts.set(sql, s);
-    }
-    return s;
+    this.q = statementCache(db);
   }
 
   private docs<T>(sql: string, ...params: SQLInputValue[]): T[] {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { isTerminal, type Job } from '../../domain/index.ts';
 import type { WebhookAttempt, WebhookDelivery, WebhookDeliveryLog, WebhookDeliveryState } from '../types-webhooks.ts';
+import { statementCache } from './statements.ts';
 
 interface DeliveryRow {
   id: string;
@@ -44,19 +45,11 @@ function toDelivery(r: DeliveryRow): WebhookDelivery {
 /** Webhook deliveries (store/types-webhooks.ts). Writes run inside the write queue's transaction. */
 export class SqliteWebhooks {
   private readonly db: DatabaseSync;
-  private readonly stmts = new Map<string, StatementSync>();
+  private readonly q: (sql: string) => StatementSync;
 
   constructor(db: DatabaseSync) {
     this.db = db;
-  }
-
-  private q(sql: string): StatementSync {
-    let s = this.stmts.get(sql);
-    if (!s) {
-      s = this.db.prepare(sql);
-      this.stmts.set(sql, s);
-    }
-    return s;
+    this.q = statementCache(db);
   }
 
   /**

@@ -1,13 +1,14 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { WorkerRecord, WorkerState } from '../../domain/index.ts';
 import { toWorker, type WorkerRow } from './rows.ts';
+import { statementCache } from './statements.ts';
 
 /** Enough for any real fleet; a flood of made-up worker ids only empties the cache, it never grows past this. */
 const CACHE_MAX = 10_000;
 
 export class SqliteWorkers {
   private readonly db: DatabaseSync;
-  private readonly stmts = new Map<string, StatementSync>();
+  private readonly q: (sql: string) => StatementSync;
   /**
    * Worker records by id. Every job-done and take reads its worker (~5% of a job's server CPU before this cache).
    * The SQLite store is single-node and the only writer, so every change to the workers table passes through this
@@ -18,15 +19,7 @@ export class SqliteWorkers {
 
   constructor(db: DatabaseSync) {
     this.db = db;
-  }
-
-  private q(sql: string): StatementSync {
-    let s = this.stmts.get(sql);
-    if (!s) {
-      s = this.db.prepare(sql);
-      this.stmts.set(sql, s);
-    }
-    return s;
+    this.q = statementCache(db);
   }
 
   forget(id: string): void {
