@@ -173,6 +173,24 @@ describe('sqlite group fsync off the event loop', () => {
     db.close();
   });
 
+  it('close() while an fsync runs: everything is synced at once, later writes are refused', async () => {
+    const { db, queue, held, insert } = heldQueue();
+    const first = insert(1);
+    await tick();
+    await tick();
+    expect(held).toHaveLength(1);
+    const second = insert(2);
+    queue.close();
+    await expect(first).resolves.toBeDefined();
+    await expect(second).resolves.toBeDefined();
+    expect(db.prepare('SELECT count(*) AS c FROM t').get()).toEqual({ c: 2 });
+    held.shift()!(null); // the fsync that was running when close() came ends now
+    await tick();
+    expect(held).toHaveLength(0);
+    await expect(insert(3)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    db.close();
+  });
+
   it('with the real fdatasync, every durable write resolves and the rows are on disk', async () => {
     const { db, path } = open();
     const queue = new WriteQueue(db, { sync: { kind: 'wal-fsync', walPath: `${path}-wal` } });

@@ -120,10 +120,14 @@ export class WriteQueue {
         for (const w of waiters) w.reject(unavailable(error));
       }
     }
-    if (this.walFd !== null) {
-      closeSync(this.walFd);
-      this.walFd = null;
-    }
+    // An fdatasync still running on the thread pool uses the descriptor: its callback closes it instead.
+    if (!this.syncing) this.closeWal();
+  }
+
+  private closeWal(): void {
+    if (this.walFd === null) return;
+    closeSync(this.walFd);
+    this.walFd = null;
   }
 
   /** The WAL's descriptor, or null while there is no WAL file (nothing was ever written: nothing to sync). */
@@ -173,6 +177,10 @@ export class WriteQueue {
       } else {
         if (target > this.durableSeq) this.durableSeq = target;
         for (const w of covered) w.resolve();
+      }
+      if (this.closed) {
+        this.closeWal();
+        return;
       }
       // The writes held while this sync ran: commit them now (commitBatch starts the next sync).
       if (this.pending.length > 0) this.flush();
