@@ -218,14 +218,7 @@ class SqliteStore implements Store {
       const total: LeaseSweep = { workerIds: [], requeued: [], failed: [] };
       for (const id of this.workers.silentSince(silentSince)) {
         const sweep = this.jobs.release(id, now, maxAttempts, 'lease expired');
-        // A worker already known dead keeps the reason it died with (e.g. its exit code and last line).
-        this.workers.forget(id);
-        this.db
-          .prepare(
-            `UPDATE workers SET reason = CASE WHEN state = 'unhealthy' THEN reason ELSE 'lease-expired' END,
-               state = 'unhealthy' WHERE id = ?`,
-          )
-          .run(id);
+        this.workers.markLeaseExpired(id);
         total.workerIds.push(id);
         total.requeued.push(...sweep.requeued);
         total.failed.push(...sweep.failed);

@@ -12,7 +12,7 @@ export class SqliteWorkers {
   /**
    * Worker records by id. Every job-done and take reads its worker (~5% of a job's server CPU before this cache).
    * The SQLite store is single-node and the only writer, so every change to the workers table passes through this
-   * class or a store method that calls `forget`/`forgetAll`; reads never run inside a write transaction, so the
+   * class or a store method that calls `forgetAll`; reads never run inside a write transaction, so the
    * cache only ever holds committed rows. A rolled-back change only costs a re-read.
    */
   private readonly cache = new Map<string, WorkerRecord>();
@@ -20,10 +20,6 @@ export class SqliteWorkers {
   constructor(db: DatabaseSync) {
     this.db = db;
     this.q = statementCache(db);
-  }
-
-  forget(id: string): void {
-    this.cache.delete(id);
   }
 
   forgetAll(): void {
@@ -109,6 +105,15 @@ export class SqliteWorkers {
          OR EXISTS (SELECT 1 FROM jobs j WHERE j.worker_id = w.id AND j.status = 'IN_PROGRESS'))`,
     ).all(silentSince) as Array<{ id: string }>;
     return rows.map((r) => r.id);
+  }
+
+  /** The sweeper gave up on its lease. A worker already known dead keeps the reason it died with (exit code, line). */
+  markLeaseExpired(id: string): void {
+    this.cache.delete(id);
+    this.q(
+      `UPDATE workers SET reason = CASE WHEN state = 'unhealthy' THEN reason ELSE 'lease-expired' END,
+         state = 'unhealthy' WHERE id = ?`,
+    ).run(id);
   }
 
   remove(id: string): void {
