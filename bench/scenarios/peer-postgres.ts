@@ -14,10 +14,10 @@ import { endToEndSeparate, WORKER_CONCURRENCY, WORKERS } from './s1-throughput.t
 import { cpuMsOf, spawnChild } from '../lib/child.ts';
 import type { Ctx, Result } from '../lib/context.ts';
 import { closedLoopFn } from '../lib/load.ts';
+import { PG_ADMIN_URL, reasonOf, sql } from '../lib/pg.ts';
 import { pct, ratio, round, sleep, table } from '../lib/stats.ts';
 
 /** Where the databases of the peer runs are created (any database of the server; it is only connected to). */
-export const PG_ADMIN_URL = process.env['BENCH_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 /**
  * Connections of the producer's pool (and of graphile-worker's runners, which share one). One per producer would
  * mirror the HTTP load generator's one socket per client, but the server is shared (max_connections 100 here, and
@@ -72,7 +72,7 @@ export async function runPgPeer(ctx: Ctx, peer: PgPeer): Promise<Result> {
   const url = new URL(PG_ADMIN_URL);
   url.pathname = `/${db}`;
   try {
-    await sql(PG_ADMIN_URL, `CREATE DATABASE ${db}`);
+    await sql(PG_ADMIN_URL, `CREATE DATABASE ${db}`, 2000);
   } catch (error) {
     return skipped(`could not create a database on the PostgreSQL at ${url.host} (${reasonOf(error)})`);
   }
@@ -89,7 +89,7 @@ export async function runPgPeer(ctx: Ctx, peer: PgPeer): Promise<Result> {
   } catch (error) {
     return skipped(`${peer.name} failed: ${reasonOf(error)}`);
   } finally {
-    await sql(PG_ADMIN_URL, `DROP DATABASE IF EXISTS ${db} WITH (FORCE)`).catch((error: unknown) =>
+    await sql(PG_ADMIN_URL, `DROP DATABASE IF EXISTS ${db} WITH (FORCE)`, 2000).catch((error: unknown) =>
       ctx.log(`${peer.id}: could not drop database ${db}: ${reasonOf(error)}`),
     );
     // Let the pools notice their terminated connections while the guard is still in place.
@@ -337,22 +337,4 @@ export function packageVersion(name: string): string {
   } catch {
     return '?';
   }
-}
-
-async function sql(url: string, text: string): Promise<void> {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
-
-/** The first line that names an error (a child's message carries its output tail). */
-function reasonOf(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  const lines = text.split('\n');
-  return (lines.find((l) => /Error:/.test(l)) ?? lines[0] ?? '').trim().slice(0, 300);
 }

@@ -7,12 +7,13 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../lib/child.ts';
 import type { Ctx, Result } from '../lib/context.ts';
+import { PG_ADMIN_URL, reasonOf, sql } from '../lib/pg.ts';
 import { throughput, throughputResult } from './s1-throughput.ts';
 
 const TITLE = 'PostgreSQL store';
 
 export async function s6(ctx: Ctx): Promise<Result> {
-  const admin = process.env['BENCH_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const admin = PG_ADMIN_URL;
   if (!existsSync(join(ROOT, 'src', 'store', 'postgres'))) {
     return skipped(ctx, 'this build has no PostgreSQL store yet (src/store/postgres/ does not exist)');
   }
@@ -37,24 +38,6 @@ export async function s6(ctx: Ctx): Promise<Result> {
   } finally {
     if (created) await sql(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
   }
-}
-
-async function sql(url: string, text: string): Promise<void> {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
-
-/** The first line that names an error (a child's message carries its output tail). */
-function reasonOf(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  const lines = text.split('\n');
-  return (lines.find((l) => /Error:/.test(l)) ?? lines[0] ?? '').trim().slice(0, 300);
 }
 
 function skipped(ctx: Ctx, reason: string): Result {
