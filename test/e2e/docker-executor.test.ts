@@ -113,8 +113,10 @@ describe.skipIf(d === null)('docker executor (engine API)', () => {
 
   it('sets labels and the memory limit, stops with SIGTERM and reports a kill as a signal', async () => {
     const ex = executor();
+    // The handler goes in before the line the test waits for: a SIGTERM that arrives between the two would kill the
+    // process by default (exit 143), which a loaded CI machine did once.
     const script =
-      "console.log('up'); process.on('SIGTERM', () => { console.log('got SIGTERM'); process.exit(0); }); setInterval(() => {}, 1000);";
+      "process.on('SIGTERM', () => { console.log('got SIGTERM'); process.exit(0); }); console.log('up'); setInterval(() => {}, 1000);";
     const a = await run(ex, spec('wlabels0000001', script));
     await a.firstLine;
     const [c] = await wharfContainers(client, nodeId);

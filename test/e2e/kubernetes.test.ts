@@ -32,7 +32,7 @@ describe.skipIf(!kubeconfig)('kubernetes executor (real cluster)', () => {
     imageName: process.env.WHARF_TEST_K8S_IMAGE ?? 'busybox:1.36',
     entrypoint: ['sh', '-c'],
     startCmd: [
-      'echo "hello from $RUNPOD_POD_ID"; echo oops >&2; trap "echo bye; exit 0" TERM; while true; do sleep 1; done',
+      'trap "echo bye; exit 0" TERM; echo "hello from $RUNPOD_POD_ID"; echo oops >&2; while true; do sleep 1; done',
     ],
     env: { RUNPOD_POD_ID: workerId, RUNPOD_AI_API_KEY: 'not-a-real-key' },
     gpuIndices: [],
