@@ -38,6 +38,8 @@ export const LIMITS = {
   runBodyBytes: 10 * 1024 * 1024,
   runsyncBodyBytes: 20 * 1024 * 1024,
   streamChunkBytes: 1024 * 1024,
+  /** The most jobs one take hands out (job-take-batch's batch_size is clamped to it). */
+  takeBatch: 256,
 } as const;
 
 export interface JobPolicy {

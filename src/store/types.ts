@@ -101,7 +101,10 @@ export interface JobStore {
    * awaits `whenDurable()` before it answers.
    */
   submitJob(job: NewJob): Promise<Job>;
-  /** Hand up to `max` queued jobs (FIFO) to a worker: IN_PROGRESS, attempt + 1, started now. */
+  /**
+   * Hand up to `max` (at most LIMITS.takeBatch) queued jobs (FIFO) to a worker: IN_PROGRESS, attempt + 1, started
+   * now.
+   */
   takeJobs(endpointId: string, workerId: string, max: number, now: number): Promise<Job[]>;
   getJob(endpointId: string, jobId: string): Promise<Job | null>;
   getTombstone(endpointId: string, jobId: string): Promise<TombstoneReason | null>;
@@ -202,6 +205,16 @@ export interface ResourceStore {
   createEndpoint(e: Endpoint): Promise<void>;
   /** userId null: any owner (internal use by the engine and the fleet). */
   getEndpoint(userId: string | null, id: string): Promise<Endpoint | null>;
+  /**
+   * The endpoint (as getEndpoint) and a worker record by id, whatever endpoint the worker belongs to (the caller
+   * checks): every worker request needs both, and on PostgreSQL this is one round trip instead of two. The worker
+   * is null when it does not exist or when the endpoint was not found.
+   */
+  getEndpointAndWorker(
+    userId: string | null,
+    endpointId: string,
+    workerId: string,
+  ): Promise<{ endpoint: Endpoint | null; worker: WorkerRecord | null }>;
   listEndpoints(userId: string | null): Promise<Endpoint[]>;
   updateEndpoint(e: Endpoint): Promise<void>;
   /** Deletes the endpoint with its jobs, workers and history. */

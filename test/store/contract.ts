@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import type { Endpoint, Template, WorkerRecord } from '../../src/domain/index.ts';
-import { ENDPOINT_DEFAULTS, TEMPLATE_DEFAULTS } from '../../src/domain/index.ts';
+import { ENDPOINT_DEFAULTS, LIMITS, TEMPLATE_DEFAULTS } from '../../src/domain/index.ts';
 import type { NewJob, Store } from '../../src/store/index.ts';
 import { countsContract } from './contract-counts.ts';
 import { managementContract } from './contract-management.ts';
@@ -73,6 +73,23 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         const second = await store.takeJobs(ep, 'w2', 5, T0 + 11);
         expect(second.map((j) => j.id)).toEqual([c.id]);
         expect(await store.takeJobs(ep, 'w3', 5, T0 + 12)).toEqual([]);
+      });
+
+      it('hands out at most LIMITS.takeBatch jobs per take, in queue order across takes of varying size', async () => {
+        const ids: string[] = [];
+        for (let i = 0; i < LIMITS.takeBatch + 10; i++) {
+          ids.push((await store.submitJob(newJob(ep, { createdAt: T0 + i }))).id);
+        }
+        const big = await store.takeJobs(ep, 'w1', LIMITS.takeBatch + 100, T0 + 10_000);
+        expect(big.map((j) => j.id)).toEqual(ids.slice(0, LIMITS.takeBatch));
+        // Batch sizes that change from take to take, with submissions in between, keep the FIFO order.
+        const late = await store.submitJob(newJob(ep, { createdAt: T0 + 5_000 }));
+        const rest = [...ids.slice(LIMITS.takeBatch), late.id];
+        const taken: string[] = [];
+        for (const max of [3, 1, 4, 2, 5]) {
+          taken.push(...(await store.takeJobs(ep, 'w2', max, T0 + 10_001)).map((j) => j.id));
+        }
+        expect(taken).toEqual(rest);
       });
 
       it('concurrent takes in one batch never hand the same job twice', async () => {
@@ -399,6 +416,20 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect((await store.getEndpoint(null, ep))?.userId).toBe('u1');
         await store.updateEndpoint({ ...e, workersMax: 7 });
         expect((await store.getEndpoint('u1', ep))?.workersMax).toBe(7);
+        // The worker routes' combined read: the endpoint as getEndpoint sees it, the worker by id whatever its
+        // endpoint, nothing for another owner.
+        await store.upsertWorker(worker('w-own', ep));
+        await store.upsertWorker(worker('w-other', 'another-endpoint'));
+        const both = await store.getEndpointAndWorker('u1', ep, 'w-own');
+        expect(both.endpoint?.workersMax).toBe(7);
+        expect(both.worker).toMatchObject({ id: 'w-own', endpointId: ep });
+        expect((await store.getEndpointAndWorker(null, ep, 'w-other')).worker?.endpointId).toBe('another-endpoint');
+        expect((await store.getEndpointAndWorker('u1', ep, 'w-missing')).worker).toBeNull();
+        expect(await store.getEndpointAndWorker('u2', ep, 'w-own')).toEqual({ endpoint: null, worker: null });
+        expect(await store.getEndpointAndWorker('u1', 'no-such-endpoint', 'w-own')).toEqual({
+          endpoint: null,
+          worker: null,
+        });
         const j = await store.submitJob(newJob(ep));
         expect(await store.deleteEndpoint('u2', ep)).toBe(false);
         expect(await store.deleteEndpoint('u1', ep)).toBe(true);

@@ -281,6 +281,11 @@ class SqliteStore implements Store {
   async getEndpoint(userId: string | null, id: string) {
     return this.res.getEndpoint(userId, id);
   }
+  async getEndpointAndWorker(userId: string | null, endpointId: string, workerId: string) {
+    // Both come from this process's caches: nothing to combine.
+    const endpoint = this.res.getEndpoint(userId, endpointId);
+    return { endpoint, worker: endpoint ? this.workers.get(workerId) : null };
+  }
   async listEndpoints(userId: string | null) {
     return this.res.listEndpoints(userId);
   }

@@ -12,13 +12,11 @@ function freezeNested(e: Endpoint): Endpoint {
 
 /** Users, keys, templates and endpoints stored as JSON documents with their lookup columns. */
 export class SqliteResources {
-  private readonly db: DatabaseSync;
   private readonly q: (sql: string) => StatementSync;
   /** Parsed endpoints by id: see getEndpoint. */
   private readonly endpoints = new Map<string, Endpoint>();
 
   constructor(db: DatabaseSync) {
-    this.db = db;
     this.q = statementCache(db);
   }
 

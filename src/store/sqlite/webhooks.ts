@@ -44,11 +44,9 @@ function toDelivery(r: DeliveryRow): WebhookDelivery {
 
 /** Webhook deliveries (store/types-webhooks.ts). Writes run inside the write queue's transaction. */
 export class SqliteWebhooks {
-  private readonly db: DatabaseSync;
   private readonly q: (sql: string) => StatementSync;
 
   constructor(db: DatabaseSync) {
-    this.db = db;
     this.q = statementCache(db);
   }
 

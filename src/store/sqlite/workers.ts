@@ -7,7 +7,6 @@ import { statementCache } from './statements.ts';
 const CACHE_MAX = 10_000;
 
 export class SqliteWorkers {
-  private readonly db: DatabaseSync;
   private readonly q: (sql: string) => StatementSync;
   /**
    * Worker records by id. Every job-done and take reads its worker (~5% of a job's server CPU before this cache).
@@ -18,7 +17,6 @@ export class SqliteWorkers {
   private readonly cache = new Map<string, WorkerRecord>();
 
   constructor(db: DatabaseSync) {
-    this.db = db;
     this.q = statementCache(db);
   }
 
