@@ -9,6 +9,7 @@ import {
   type EndpointInput,
   type Template,
   type TemplateInput,
+  type WorkerRecord,
 } from '../domain/index.ts';
 import { WharfError } from '../errors/index.ts';
 import type { Store } from '../store/index.ts';
@@ -141,9 +142,17 @@ export class Resources {
 
   /** The endpoint of this user, or ENDPOINT_NOT_FOUND (another user's endpoint is not found either). */
   async getEndpoint(userId: string | null, id: string): Promise<Endpoint> {
-    const e = await this.store.getEndpoint(userId, id);
-    if (!e) throw new WharfError('ENDPOINT_NOT_FOUND', { endpointId: id });
-    return e;
+    return found(await this.store.getEndpoint(userId, id), id);
+  }
+
+  /** The endpoint (or ENDPOINT_NOT_FOUND) and the stored record of a worker id, read together (worker routes). */
+  async getEndpointAndWorker(
+    userId: string | null,
+    endpointId: string,
+    workerId: string,
+  ): Promise<{ endpoint: Endpoint; worker: WorkerRecord | null }> {
+    const { endpoint, worker } = await this.store.getEndpointAndWorker(userId, endpointId, workerId);
+    return { endpoint: found(endpoint, endpointId), worker };
   }
 
   listEndpoints(userId: string): Promise<Endpoint[]> {
@@ -222,4 +231,10 @@ function invalidField(field: string, reason: string): WharfError {
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** The endpoint a lookup found, or ENDPOINT_NOT_FOUND. */
+function found(endpoint: Endpoint | null, endpointId: string): Endpoint {
+  if (!endpoint) throw new WharfError('ENDPOINT_NOT_FOUND', { endpointId });
+  return endpoint;
 }

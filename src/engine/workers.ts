@@ -57,16 +57,25 @@ export class WorkerGateway {
   /**
    * Find (or, for a worker joining with its owner's API key, register) the worker behind a request.
    * `viaWorkerKey` is the worker record a worker key resolved to; it must be this worker on this endpoint.
+   * `stored` is the worker's record as the store has it now, when the caller already read it with the endpoint
+   * (Resources.getEndpointAndWorker; null = no such worker); left out, it is read here.
    */
-  async resolveWorker(endpoint: Endpoint, workerId: string, viaWorkerKey: WorkerRecord | null): Promise<WorkerRecord> {
+  async resolveWorker(
+    endpoint: Endpoint,
+    workerId: string,
+    viaWorkerKey: WorkerRecord | null,
+    stored?: WorkerRecord | null,
+  ): Promise<WorkerRecord> {
+    const current = async (): Promise<WorkerRecord | null> =>
+      stored !== undefined ? stored : await this.store.getWorker(workerId);
     if (viaWorkerKey) {
       if (viaWorkerKey.id !== workerId || viaWorkerKey.endpointId !== endpoint.id) {
         throw new WharfError('FORBIDDEN', { action: `act as worker ${workerId} on endpoint ${endpoint.id}` });
       }
-      // The key's record may come from the auth cache: read the worker afresh (retired, state, version).
-      return (await this.store.getWorker(workerId)) ?? viaWorkerKey;
+      // The key's record may come from the auth cache: use the worker as stored now (retired, state, version).
+      return (await current()) ?? viaWorkerKey;
     }
-    const existing = await this.store.getWorker(workerId);
+    const existing = await current();
     if (existing) {
       if (existing.endpointId !== endpoint.id) {
         throw new WharfError('FORBIDDEN', { action: `use worker id ${workerId}, which belongs to another endpoint` });

@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { JOB_STATUSES, jobTimes, type Job, type JobStatus, type WorkerState } from '../domain/index.ts';
+import { JOB_STATUSES, jobTimes, type Job, type WorkerState } from '../domain/index.ts';
 import type { JobEngine, JobEvent } from '../engine/index.ts';
-import type { JobCounts, Store } from '../store/index.ts';
+import { COUNT_OF_STATE, type Store } from '../store/index.ts';
 
 /** What the scrape reads: the store for counts, the supervisor (when one runs here) for throttled workers. */
 export interface MetricsSources {
@@ -12,16 +12,6 @@ export interface MetricsSources {
 
 /** How a webhook attempt ended: delivered (200), pending (another attempt follows), failed (no attempt left). */
 export type WebhookOutcome = 'delivered' | 'pending' | 'failed';
-
-/** The wharf_jobs row of each job state (a Record, so a new state cannot be forgotten). */
-const COUNT_OF_STATE: Readonly<Record<JobStatus, keyof JobCounts>> = {
-  IN_QUEUE: 'inQueue',
-  IN_PROGRESS: 'inProgress',
-  COMPLETED: 'completed',
-  FAILED: 'failed',
-  CANCELLED: 'cancelled',
-  TIMED_OUT: 'timedOut',
-};
 
 const WORKER_STATES: readonly WorkerState[] = ['initializing', 'idle', 'running', 'throttled', 'unhealthy', 'standby'];
 

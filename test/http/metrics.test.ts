@@ -200,9 +200,15 @@ describe('cold starts', () => {
       const ep = await fleet.endpoint();
       const id = await fleet.run(ep, { hello: 1 });
       expect((await fleet.waitJob(ep, id)).status).toBe('COMPLETED');
-      const res = await request(`${fleet.url}/metrics`, 'GET');
-      expect(sample(res.text, 'wharf_worker_cold_start_seconds_count', { endpoint: ep })).toBe(1);
-      expect(sample(res.text, 'wharf_worker_cold_start_seconds_sum', { endpoint: ep })).toBeGreaterThan(0);
+      // The supervisor records a cold start on the tick that first sees the worker's lease renewed, which can come
+      // just after the job's result: wait for that tick rather than race it.
+      let text = '';
+      for (const deadline = Date.now() + 5000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+        text = (await request(`${fleet.url}/metrics`, 'GET')).text;
+        if (sample(text, 'wharf_worker_cold_start_seconds_count', { endpoint: ep }) !== undefined) break;
+      }
+      expect(sample(text, 'wharf_worker_cold_start_seconds_count', { endpoint: ep })).toBe(1);
+      expect(sample(text, 'wharf_worker_cold_start_seconds_sum', { endpoint: ep })).toBeGreaterThan(0);
     } finally {
       await closeFleet(fleet);
     }

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { Endpoint, WorkerRecord } from '../../domain/index.ts';
+import { LIMITS, type Endpoint, type WorkerRecord } from '../../domain/index.ts';
 import { workerJobBody } from '../../engine/index.ts';
 import { WharfError } from '../../errors/index.ts';
 import { authenticate, requireUser } from '../plugins/auth.ts';
@@ -8,7 +8,6 @@ import { clientGone, sendJson, type AppDeps } from '../context.ts';
 
 /** Result and stream bodies may be large outputs; a single stream chunk is split or refused past 1 MB. */
 const WORKER_BODY_LIMIT = 20 * 1024 * 1024;
-const MAX_BATCH = 256;
 
 const WorkerParams = Type.Object({
   endpointId: Type.String({ minLength: 1, maxLength: 128 }),
@@ -51,14 +50,15 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
   ): Promise<{ worker: WorkerRecord; endpoint: Endpoint }> {
     const principal = await authenticate(accounts, request);
     const endpointId = request.params.endpointId;
+    // The endpoint and the worker's stored record in one read (one round trip on PostgreSQL).
     if (principal.kind === 'worker') {
-      const endpoint = await resources.getEndpoint(principal.userId, endpointId);
-      return { worker: await workers.resolveWorker(endpoint, workerId, principal.worker), endpoint };
+      const { endpoint, worker } = await resources.getEndpointAndWorker(principal.userId, endpointId, workerId);
+      return { worker: await workers.resolveWorker(endpoint, workerId, principal.worker, worker), endpoint };
     }
     // Workers started outside Wharf join an endpoint with an API key of its owner (scope all, or restricted to it).
     const user = requireUser(principal, 'write', endpointId);
-    const endpoint = await resources.getEndpoint(user.user.id, endpointId);
-    return { worker: await workers.resolveWorker(endpoint, workerId, null), endpoint };
+    const { endpoint, worker } = await resources.getEndpointAndWorker(user.user.id, endpointId, workerId);
+    return { worker: await workers.resolveWorker(endpoint, workerId, null, worker), endpoint };
   }
 
   function rawBody(request: FastifyRequest): string {
@@ -89,7 +89,7 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
     const { value: workerId, query } = unglue(request.params.workerId, request.query as Record<string, unknown>);
     const { worker, endpoint } = await refusalsHeld(() => workerAndEndpoint(request, workerId));
     const requested = batch ? Number(query['batch_size'] ?? 1) : 1;
-    const max = Number.isFinite(requested) ? Math.min(MAX_BATCH, Math.max(1, Math.floor(requested))) : 1;
+    const max = Number.isFinite(requested) ? Math.min(LIMITS.takeBatch, Math.max(1, Math.floor(requested))) : 1;
     return { worker, max, version: endpoint.version };
   };
 

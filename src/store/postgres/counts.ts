@@ -1,4 +1,5 @@
-import type { JobCounts, JobStore } from '../types.ts';
+import { jobCountsFrom } from '../job-counts.ts';
+import type { JobStore } from '../types.ts';
 import type { Db } from './db.ts';
 
 /**
@@ -23,25 +24,7 @@ export function countVerbs(db: Db): CountVerbs {
          FROM job_counts WHERE endpoint_id = $1 GROUP BY status`,
         [endpointId],
       );
-      const c: JobCounts = {
-        inQueue: 0,
-        inProgress: 0,
-        completed: 0,
-        failed: 0,
-        cancelled: 0,
-        timedOut: 0,
-        retried: 0,
-      };
-      for (const row of rows) {
-        c.retried += row.r;
-        if (row.status === 'IN_QUEUE') c.inQueue = row.n;
-        else if (row.status === 'IN_PROGRESS') c.inProgress = row.n;
-        else if (row.status === 'COMPLETED') c.completed = row.n;
-        else if (row.status === 'FAILED') c.failed = row.n;
-        else if (row.status === 'CANCELLED') c.cancelled = row.n;
-        else if (row.status === 'TIMED_OUT') c.timedOut = row.n;
-      }
-      return c;
+      return jobCountsFrom(rows);
     },
 
     async queueSnapshot(endpointId) {

@@ -1,7 +1,7 @@
 import type { ApiKey, Endpoint, Template, User } from '../../domain/index.ts';
 import type { AccountStore, ResourceStore } from '../types.ts';
 import type { Db } from './db.ts';
-import { docs } from './rows.ts';
+import { docs, toWorker, type WorkerRow } from './rows.ts';
 
 /**
  * Users, keys, templates and endpoints stored as JSON documents with their lookup columns. Unlike the SQLite store,
@@ -82,6 +82,16 @@ export function resourceVerbs(db: Db): AccountStore & ResourceStore {
       userId === null
         ? one<Endpoint>('SELECT doc FROM endpoints WHERE id = $1', [id])
         : one<Endpoint>('SELECT doc FROM endpoints WHERE id = $1 AND user_id = $2', [id, userId]),
+    async getEndpointAndWorker(userId, endpointId, workerId) {
+      const [r] = await db.query<{ endpoint_doc: string } & Partial<WorkerRow>>(
+        `SELECT e.doc AS endpoint_doc, w.* FROM endpoints e LEFT JOIN workers w ON w.id = $2
+         WHERE e.id = $1 AND ($3::text IS NULL OR e.user_id = $3)`,
+        [endpointId, workerId, userId],
+      );
+      if (!r) return { endpoint: null, worker: null };
+      const endpoint = docs<Endpoint>([{ doc: r.endpoint_doc }])[0]!;
+      return { endpoint, worker: r.id === null || r.id === undefined ? null : toWorker(r as WorkerRow) };
+    },
     listEndpoints: (userId) =>
       userId === null
         ? many<Endpoint>('SELECT doc FROM endpoints ORDER BY seq')
