@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config/index.ts';
 import { newJobId, RETENTION } from '../../src/domain/index.ts';
 import type { WorkerHandle } from '../../src/sdk/worker/index.ts';
 import { memory, payload, serveParent } from '../lib/child.ts';
+import { Samples } from '../lib/stats.ts';
 import { startSdkWorkers } from './sdk-workers.ts';
 
 interface Payload {
@@ -25,12 +26,16 @@ interface Payload {
 // fs.fdatasync in this process only.
 // (No process.cpuUsage() around each COMMIT: that syscall pair alone was ~6% of the server's CPU per /run.)
 const commits = { commits: 0, commitMs: 0, writes: 0, fsyncs: 0, fsyncMs: 0 };
+/** Each fsync's duration in the window, for its tail (a /runsync round trip waits for one). */
+let fsyncDurations = new Samples();
 const fdatasync = fs.fdatasync;
 fs.fdatasync = function (fd: number, callback: (err: NodeJS.ErrnoException | null) => void): void {
   const t0 = performance.now();
   fdatasync(fd, (err) => {
+    const ms = performance.now() - t0;
     commits.fsyncs++;
-    commits.fsyncMs += performance.now() - t0;
+    commits.fsyncMs += ms;
+    fsyncDurations.add(ms);
     callback(err);
   });
 } as typeof fs.fdatasync;
@@ -87,8 +92,10 @@ serveParent(
     mem: () => memory(),
     /** Commit counters since the last call (then reset). */
     commits: () => {
-      const out = { ...commits };
+      const tail = fsyncDurations.summary();
+      const out = { ...commits, fsyncP99Ms: tail.p99, fsyncMaxMs: tail.max };
       for (const k of Object.keys(commits) as Array<keyof typeof commits>) commits[k] = 0;
+      fsyncDurations = new Samples();
       return out;
     },
     disk: () => dbBytes(),

@@ -37,6 +37,8 @@ export interface Baselines {
   helloP99c50: number;
   /** Server CPU per hello-world request (µs) at the throughput concurrency. */
   helloCpuUs: number;
+  /** The same at concurrency 1, where nothing is amortised over several requests. */
+  helloCpuUsC1: number;
   /** node:sqlite WAL synchronous=FULL: commits/s with one row each, rows/s batched. */
   storeCommitsPerS: number;
   storeBatchedRowsPerS: number;

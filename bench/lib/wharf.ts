@@ -38,6 +38,9 @@ export interface ServerWindow {
   /** WAL fdatasyncs run on the thread pool (--sqlite-fsync off-loop), and their summed duration (call → callback). */
   fsyncs: number;
   fsyncMs: number;
+  /** The slowest 1% and the slowest of those fsyncs (NaN when there were none). */
+  fsyncP99Ms: number;
+  fsyncMaxMs: number;
 }
 
 export interface WharfOptions {

@@ -10,7 +10,7 @@ import type { Ctx, Result } from '../lib/context.ts';
 import { closedLoopFn } from '../lib/load.ts';
 import { pct, ratio, round, table } from '../lib/stats.ts';
 import { LOAD_CONCURRENCY } from './baselines.ts';
-import { endToEndSeparate, WORKER_CONCURRENCY, WORKERS } from './s1-throughput.ts';
+import { e2eWarmupMs, endToEndSeparate, WORKER_CONCURRENCY, WORKERS } from './s1-throughput.ts';
 
 const REDIS = {
   host: process.env['BENCH_REDIS_HOST'] ?? '127.0.0.1',
@@ -57,17 +57,20 @@ async function compare(ctx: Ctx): Promise<Result> {
     concurrency: WORKER_CONCURRENCY,
   });
   await host.ready;
+  // The same warm-up as Wharf's end-to-end window (the host counts completions from its start).
+  const warm = await closedLoopFn(LOAD_CONCURRENCY, e2eWarmupMs(ctx), (i) => queue.add('noop', { n: i }));
+  await host.call('waitCompleted', { target: warm.requests, timeoutMs: 120_000 });
   const start = performance.timeOrigin + performance.now();
   const load = await closedLoopFn(LOAD_CONCURRENCY, durationMs, (i) => queue.add('noop', { n: i }));
   const acked = performance.timeOrigin + performance.now();
   const done = await host.call<{ completed: number; lastCompletedAt: number }>('waitCompleted', {
-    target: load.requests,
+    target: warm.requests + load.requests,
     timeoutMs: 120_000,
   });
   await host.stop();
   await queue.obliterate({ force: true });
   await queue.close();
-  const end = done.completed >= load.requests ? done.lastCompletedAt : Number.NaN;
+  const end = done.completed >= warm.requests + load.requests ? done.lastCompletedAt : Number.NaN;
   const e2e = (load.requests / (end - start)) * 1000;
 
   // Wharf again, right before BullMQ, so that both see the same machine load.

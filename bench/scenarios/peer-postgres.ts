@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { Client as PgClient } from 'pg';
 import { LOAD_CONCURRENCY } from './baselines.ts';
-import { endToEndSeparate, WORKER_CONCURRENCY, WORKERS } from './s1-throughput.ts';
+import { e2eWarmupMs, endToEndSeparate, WORKER_CONCURRENCY, WORKERS } from './s1-throughput.ts';
 import { cpuMsOf, spawnChild } from '../lib/child.ts';
 import type { Ctx, Result } from '../lib/context.ts';
 import { closedLoopFn } from '../lib/load.ts';
@@ -131,6 +131,7 @@ async function compare(ctx: Ctx, peer: PgPeer, title: string, url: string): Prom
         peer,
         schema,
         durationMs,
+        e2eWarmupMs(ctx),
         producer,
         () => host.cpuMs(),
         (target) => host.call<{ completed: number }>('waitCompleted', { target, timeoutMs: 120_000 }),
@@ -165,10 +166,15 @@ async function endToEnd(
   peer: PgPeer,
   schema: string,
   durationMs: number,
+  warmupMs: number,
   producer: Producer,
   hostCpuMs: () => number,
   waitRan: (target: number) => Promise<{ completed: number }>,
 ): Promise<E2eFigures> {
+  // The same warm-up as Wharf's end-to-end window (the host counts completions from its start).
+  const warm = warmupMs > 0 ? await closedLoopFn(LOAD_CONCURRENCY, warmupMs, (i) => producer.add(i)) : null;
+  const warmJobs = warm?.requests ?? 0;
+  if (warmJobs > 0) await waitRan(warmJobs);
   const backends0 = await backendCpu(mon);
   const host0 = hostCpuMs();
   const own0 = process.cpuUsage();
@@ -178,10 +184,10 @@ async function endToEnd(
   const own = process.cpuUsage(own0);
   // The worker host counts jobs as its handler returns them; the completion is a commit after that, so the end is
   // when the database has no unfinished job left (polled only from then on: a few polls, not a load).
-  const ran = await waitRan(load.requests);
+  const ran = await waitRan(warmJobs + load.requests);
   let unfinished = Number.NaN;
   let end = Number.NaN;
-  if (ran.completed >= load.requests) {
+  if (ran.completed >= warmJobs + load.requests) {
     const deadline = Date.now() + 30_000;
     for (;;) {
       unfinished = (await mon.query<{ n: number }>(peer.unfinishedSql(schema))).rows[0]?.n ?? Number.NaN;

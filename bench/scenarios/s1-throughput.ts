@@ -41,6 +41,32 @@ export interface E2E {
   serverCpuUs: number;
   /** Worker-host CPU per job (µs), when the workers had a process of their own. */
   workerCpuUs: number | null;
+  /** Take requests (job-take-batch, answered with jobs or empty) per completed job: how well takes batch. */
+  takesPerJob: number;
+}
+
+const TAKE_ROUTE = '/v2/:endpointId/job-take-batch/:workerId';
+
+/**
+ * Before an end-to-end window, the same load runs this long (and drains) on the same server and workers, for Wharf
+ * and for the peers alike: a steady state is measured, not a JIT warming up. Without it, V8's optimising compiler
+ * still took ~11% of a fresh Wharf server's CPU (perf, background threads) during a 5 s window, and the main thread
+ * ran code not yet optimised.
+ */
+export function e2eWarmupMs(ctx: Ctx): number {
+  return ctx.size(2000, 200);
+}
+
+/** Take requests the server has answered so far, from its own request histogram (one scrape of /metrics). */
+async function takesAnswered(w: Wharf): Promise<number> {
+  const text = (await w.api('GET', '/metrics')).text;
+  let n = 0;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('wharf_http_request_duration_seconds_count{') && line.includes(`route="${TAKE_ROUTE}"`)) {
+      n += Number(line.slice(line.lastIndexOf(' ') + 1));
+    }
+  }
+  return n;
 }
 
 export async function s1(ctx: Ctx): Promise<Result> {
@@ -73,7 +99,7 @@ export async function throughput(
     concurrency: LOAD_CONCURRENCY,
     durationMs,
     warmupMs: ctx.size(500, 100),
-    request: () => ({ method: 'POST', path: `/v2/${ep}/run`, body: BODY, headers: AUTH }),
+    request: submitRequest(ep),
   });
   const submitWindow = await endSubmit();
   await w.profileStop(`${name}-submit`);
@@ -97,6 +123,7 @@ export async function throughput(
       idPrefix: 'bench-in-',
     });
     await waitForIdleWorkers(w, ep, WORKERS);
+    await warmUp(w, ep, e2eWarmupMs(ctx));
     inProcess = await endToEnd(w, ep, durationMs, null);
     await w.close();
   }
@@ -136,6 +163,7 @@ export async function endToEndSeparate(
   );
   await host.ready;
   await waitForIdleWorkers(w, ep, WORKERS);
+  await warmUp(w, ep, e2eWarmupMs(ctx));
   await w.profileStart();
   const e2e = await endToEnd(w, ep, ctx.size(5000, 400), () => host.cpuMs());
   await w.profileStop(`${name}-e2e`);
@@ -144,23 +172,41 @@ export async function endToEndSeparate(
   return e2e;
 }
 
-async function endToEnd(w: Wharf, ep: string, durationMs: number, workerCpuMs: (() => number) | null): Promise<E2E> {
+const submitRequest = (ep: string) => () => ({
+  method: 'POST' as const,
+  path: `/v2/${ep}/run`,
+  body: BODY,
+  headers: AUTH,
+});
+
+/** The end-to-end load for `ms`, then until the last of its jobs completed: nothing of it is left for the window. */
+async function warmUp(w: Wharf, ep: string, ms: number): Promise<void> {
+  if (ms <= 0) return;
   await w.child.call('resetCompleted');
+  const warm = await closedLoop({
+    pool: w.pool,
+    concurrency: LOAD_CONCURRENCY,
+    durationMs: ms,
+    request: submitRequest(ep),
+  });
+  await w.child.call('waitCompleted', { target: warm.requests, timeoutMs: 120_000 });
+}
+
+async function endToEnd(w: Wharf, ep: string, durationMs: number, workerCpuMs: (() => number) | null): Promise<E2E> {
+  const request = submitRequest(ep);
+  await w.child.call('resetCompleted');
+  const takes0 = await takesAnswered(w);
   const end = await w.window();
   const hostCpu0 = workerCpuMs?.() ?? 0;
   const start = performance.timeOrigin + performance.now();
-  const load = await closedLoop({
-    pool: w.pool,
-    concurrency: LOAD_CONCURRENCY,
-    durationMs,
-    request: () => ({ method: 'POST', path: `/v2/${ep}/run`, body: BODY, headers: AUTH }),
-  });
+  const load = await closedLoop({ pool: w.pool, concurrency: LOAD_CONCURRENCY, durationMs, request });
   const acked = performance.timeOrigin + performance.now();
   const done = await w.child.call<{ completed: number; lastCompletedAt: number }>('waitCompleted', {
     target: load.requests,
     timeoutMs: 120_000,
   });
   const window = await end();
+  const takes = (await takesAnswered(w)) - takes0;
   const hostCpu = workerCpuMs ? workerCpuMs() - hostCpu0 : Number.NaN;
   const last = done.completed >= load.requests ? done.lastCompletedAt : Number.NaN;
   return {
@@ -172,6 +218,7 @@ async function endToEnd(w: Wharf, ep: string, durationMs: number, workerCpuMs: (
     window,
     serverCpuUs: (window.cpuMs / load.requests) * 1000,
     workerCpuUs: workerCpuMs ? (hostCpu / load.requests) * 1000 : null,
+    takesPerJob: takes / load.requests,
   };
 }
 
@@ -242,9 +289,12 @@ export function throughputResult(ctx: Ctx, id: string, title: string, f: Through
       e2eServerCpuUsPerJob: round(f.e2eSeparate.serverCpuUs),
       e2eWorkerCpuUsPerJob: round(f.e2eSeparate.workerCpuUs ?? Number.NaN),
       e2eCommitShare: round(f.e2eSeparate.window.commitMs / f.e2eSeparate.window.wallMs),
+      e2eTakesPerJob: round(f.e2eSeparate.takesPerJob),
+      e2eWritesPerCommit: round(f.e2eSeparate.window.writes / f.e2eSeparate.window.commits),
       e2eInProcessJobsPerS: f.e2eInProcess ? round(f.e2eInProcess.jobsPerS) : null,
       e2eInCommitJobsPerS: f.e2eInCommit ? round(f.e2eInCommit.jobsPerS) : null,
       e2eInCommitServerCpuUsPerJob: f.e2eInCommit ? round(f.e2eInCommit.serverCpuUs) : null,
+      e2eInCommitTakesPerJob: f.e2eInCommit ? round(f.e2eInCommit.takesPerJob) : null,
       helloCpuUsPerReq: round(helloCpu),
       workers: WORKERS,
       workerConcurrency: WORKER_CONCURRENCY,
@@ -256,7 +306,10 @@ export function throughputResult(ctx: Ctx, id: string, title: string, f: Through
 /** WAL fsyncs off the event loop: how many per second and how long each took on the thread pool. */
 export function fsyncNote(w: ServerWindow): string {
   if (w.fsyncs === 0) return 'fsync inside COMMIT';
-  return `${round((w.fsyncs / w.wallMs) * 1000)} WAL fsyncs/s off the loop, ${round(w.fsyncMs / w.fsyncs)} ms each`;
+  return (
+    `${round((w.fsyncs / w.wallMs) * 1000)} WAL fsyncs/s off the loop, ${round(w.fsyncMs / w.fsyncs)} ms each ` +
+    `(p99 ${round(w.fsyncP99Ms)}, max ${round(w.fsyncMaxMs)})`
+  );
 }
 
 function commitNote(w: ServerWindow): string {
@@ -275,6 +328,7 @@ function e2eRow(label: string, e: E2E, hello: number): Array<string | number | n
     e.serverCpuUs,
     e.workerCpuUs,
     commitNote(e.window),
-    `${e.jobs} jobs; /run ${round(e.submitRps)}/s meanwhile; drained ${round(e.drainMs)} ms after the last ack`,
+    `${e.jobs} jobs; /run ${round(e.submitRps)}/s meanwhile; drained ${round(e.drainMs)} ms after the last ack; ` +
+      `${round(e.takesPerJob)} take requests per job`,
   ];
 }

@@ -1,6 +1,7 @@
 // Scenario 6, the PostgreSQL store: the throughput measures of scenario 1 against `store: postgres://…`, in a
-// database of its own (created and dropped here). Skipped, with the reason printed, while this build has no
-// PostgreSQL store or no PostgreSQL answers.
+// database of its own (created and dropped here), on one node and on two nodes sharing the database
+// (s6-two-nodes.ts). Skipped, with the reason printed, while this build has no PostgreSQL store or no PostgreSQL
+// answers.
 
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -9,6 +10,7 @@ import { ROOT } from '../lib/child.ts';
 import type { Ctx, Result } from '../lib/context.ts';
 import { PG_ADMIN_URL, reasonOf, sql } from '../lib/pg.ts';
 import { throughput, throughputResult } from './s1-throughput.ts';
+import { twoNodeJson, twoNodeMarkdown, twoNodes } from './s6-two-nodes.ts';
 
 const TITLE = 'PostgreSQL store';
 
@@ -24,15 +26,16 @@ export async function s6(ctx: Ctx): Promise<Result> {
   try {
     await sql(admin, `CREATE DATABASE ${name}`);
     created = true;
-    const f = await throughput(
-      ctx,
-      's6',
-      // Multi-node stores need a shared secret key (registry credentials are encrypted with it).
-      { store: url.toString(), secretKey: randomBytes(32).toString('base64') },
-      false,
-    );
+    // Multi-node stores need a shared secret key (registry credentials are encrypted with it).
+    const secretKey = randomBytes(32).toString('base64');
+    const f = await throughput(ctx, 's6', { store: url.toString(), secretKey }, false);
+    const two = await twoNodes(ctx, url.toString(), secretKey);
     const r = throughputResult(ctx, '6', TITLE, f);
-    return { ...r, json: { ...r.json, store: 'postgres' } };
+    return {
+      ...r,
+      markdown: `One node:\n\n${r.markdown}\n\n${twoNodeMarkdown(ctx, two)}`,
+      json: { ...r.json, store: 'postgres', twoNodes: twoNodeJson(ctx, two) },
+    };
   } catch (error) {
     return skipped(ctx, `the PostgreSQL run failed: ${reasonOf(error)}`);
   } finally {
