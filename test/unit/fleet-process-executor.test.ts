@@ -10,8 +10,13 @@ import type { RunningWorker, WorkerSpec } from '../../src/fleet/executors/types.
 
 const EXECUTOR_MODULE = resolve(import.meta.dirname, '../../src/fleet/executors/process.ts');
 
+// The pid file is written under another name and renamed, so the test never reads it half-written (an empty read
+// made a pid of 0, which is never alive).
 const GRANDCHILD = `process.on('SIGTERM', () => {});
-require('node:fs').writeFileSync('grandchild-' + process.env.WHARF_WORKER_ID, String(process.pid));
+const fs = require('node:fs');
+const file = 'grandchild-' + process.env.WHARF_WORKER_ID;
+fs.writeFileSync(file + '.tmp', String(process.pid));
+fs.renameSync(file + '.tmp', file);
 setInterval(() => {}, 1000);`;
 
 // Small worker scripts; each test gets a fresh copy in its own directory.
@@ -103,6 +108,7 @@ async function start(ex: ProcessExecutor, over: Partial<WorkerSpec>): Promise<St
 function grandchild(workerId: string): number {
   const file = join(dir, `grandchild-${workerId}`);
   const pid = Number(readFileSync(file, 'utf8'));
+  expect(pid, `pid in ${file}`).toBeGreaterThan(0);
   pids.add(pid);
   return pid;
 }

@@ -289,23 +289,17 @@ CREATE INDEX jobs_queue_normal ON jobs (endpoint_id, queued_at) WHERE status = '
 export const LATEST = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
 
 const UNIQUE_VIOLATION = '23505';
-/** Concurrent CREATE SCHEMA / CREATE TABLE IF NOT EXISTS from two nodes can collide in the catalog. */
-const ALREADY_EXISTS = new Set([UNIQUE_VIOLATION, '42P06', '42P07']);
-
-async function ignoringRace(run: () => Promise<unknown>): Promise<void> {
-  try {
-    await run();
-  } catch (error) {
-    if (!ALREADY_EXISTS.has(codeOf(error))) throw error;
-  }
-}
 
 export async function migrate(db: Db): Promise<void> {
-  if (db.schema) await ignoringRace(() => db.query(`CREATE SCHEMA IF NOT EXISTS "${db.schema}"`));
-  await ignoringRace(() =>
-    db.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`),
-  );
+  // The schema and the ledger are created under a transaction-scoped advisory lock keyed by the schema, so nodes
+  // starting at once do it one after the other. Unserialised, concurrent CREATE … IF NOT EXISTS collide in the
+  // catalog, as a different error depending on timing (unique violation, duplicate table, "type … already exists").
+  await db.tx(async (c) => {
+    await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`wharf.migrate:${db.schema ?? ''}`]);
+    if (db.schema) await c.query(`CREATE SCHEMA IF NOT EXISTS "${db.schema}"`);
+    await c.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`);
+  });
   const current = await schemaVersion(db);
   if (current > LATEST) {
     throw new Error(
