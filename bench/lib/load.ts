@@ -97,14 +97,20 @@ export async function closedLoop(opts: LoadOptions): Promise<LoadResult> {
   let answered = 0;
   let firstError: string | null = null;
   let measuring = !opts.warmupMs;
+  let warmupOver = measuring;
   let start = performance.now();
-  // The window starts after the warm-up, however long the warm-up's requests take.
   let stopAt = measuring && opts.durationMs !== undefined ? start + opts.durationMs : Infinity;
+  // The window opens once the warm-up time has passed and the server has answered at least once: on a loaded machine
+  // a cold server's first answers can take longer than a short window, which then counted nothing.
+  const openWindow = (): void => {
+    measuring = true;
+    start = performance.now();
+    if (opts.durationMs !== undefined) stopAt = start + opts.durationMs;
+  };
   if (opts.warmupMs) {
     setTimeout(() => {
-      measuring = true;
-      start = performance.now();
-      if (opts.durationMs !== undefined) stopAt = start + opts.durationMs;
+      warmupOver = true;
+      if (answered > 0) openWindow();
     }, opts.warmupMs).unref();
   }
   const total = opts.total ?? Infinity;
@@ -132,6 +138,7 @@ export async function closedLoop(opts: LoadOptions): Promise<LoadResult> {
           continue;
         }
         answered++;
+        if (!measuring && warmupOver) openWindow();
         if (counted && measuring) {
           samples.add(ms);
           opts.onAnswer?.({ status: res.statusCode, text }, ms);
