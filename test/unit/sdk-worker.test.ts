@@ -344,6 +344,23 @@ describe('stopping', () => {
     expect(fake.of('done')).toHaveLength(0);
   });
 
+  it('does not start a job whose stop order overtook the take that hands it out', async () => {
+    let started = 0;
+    run(async () => {
+      started++;
+      return { ok: true };
+    });
+    // The stop channel answers first; the take that carries the job comes after it. The worker polls the stop channel
+    // again right after it applied an answer with ids, so that next poll says the order was handled.
+    fake.stopJobs(['early-1']);
+    const first = await fake.waitFor((r) => r.kind === 'stop');
+    await fake.waitFor((r) => r.kind === 'stop' && r !== first);
+    fake.push({ id: 'early-1', input: {} }, { id: 'after-1', input: {} });
+    await doneFor('after-1');
+    expect(started).toBe(1); // after-1 only
+    expect(fake.of('done', 'early-1')).toHaveLength(0);
+  });
+
   it('stop() finishes the running job, posts it, takes nothing more and resolves', async () => {
     fake.push({ id: 'st-1', input: {} });
     let started!: () => void;

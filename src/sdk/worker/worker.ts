@@ -26,6 +26,11 @@ const ERROR_BACKOFF_MIN_MS = 100;
 const ERROR_BACKOFF_MAX_MS = 1_000;
 // Python re-checks a full worker every second; we also wake as soon as a slot frees.
 const FULL_RECHECK_MS = 1_000;
+// A stop order can overtake the take answer that hands out its job (two connections): ids the worker does not run
+// yet are kept this long, and a job taken meanwhile is not started. Bounded in time and number, because an id whose
+// take never arrives (the answer was lost and the job went back to the queue) must not be held against a later take.
+const EARLY_STOP_KEEP_MS = 10_000;
+const EARLY_STOP_MAX = 1_000;
 
 interface RunningJob {
   readonly id: string;
@@ -45,6 +50,8 @@ export class Worker<I, O> {
   /** What every job's runner needs; the same for all of them, so built once. */
   readonly #jobDeps: RunJobDeps;
   readonly #running = new Map<string, RunningJob>();
+  /** Stop orders for jobs not (yet) running here, by id, with when they arrived. */
+  readonly #earlyStops = new Map<string, number>();
   /** Ends the take loop (graceful stop). */
   readonly #stopping = new AbortController();
   /** Ends the stop-channel loop, once no job is left to stop. */
@@ -180,6 +187,10 @@ export class Worker<I, O> {
       this.#log.log('WARN', 'Job is already running on this worker; duplicate ignored', job.id);
       return;
     }
+    if (this.#takeEarlyStop(job.id)) {
+      this.#log.log('INFO', 'Stop requested by the service before the job started; not running it', job.id);
+      return;
+    }
     this.#log.log('INFO', 'Job taken', job.id);
     const controller = new AbortController();
     const progressUpdate = (value: unknown): Promise<void> => this.#postProgress(job.id, value);
@@ -236,7 +247,7 @@ export class Worker<I, O> {
     }
   }
 
-  /** Returns how many ids the service sent; unknown ids (already finished, not ours) are ignored. */
+  /** Returns how many ids the service sent; ids of jobs not running here are kept a while (EARLY_STOP_KEEP_MS). */
   #applyStops(res: HttpResponse): number {
     if (res.status !== 200 || res.text === '') return 0;
     let body: unknown;
@@ -249,11 +260,30 @@ export class Worker<I, O> {
     const ids = body.jobsToStop.filter((id): id is string => typeof id === 'string');
     for (const id of ids) {
       const job = this.#running.get(id);
+      if (job === undefined) this.#keepEarlyStop(id);
       if (job === undefined || job.controller.signal.aborted) continue;
       this.#log.log('INFO', 'Stop requested by the service; aborting the job', id);
       job.controller.abort(new Error(`Job ${id} was stopped by the service`));
     }
     return ids.length;
+  }
+
+  #keepEarlyStop(id: string): void {
+    const now = Date.now();
+    for (const [old, at] of this.#earlyStops) {
+      // Oldest first (insertion order): stop at the first one still young enough, unless over the cap.
+      if (now - at < EARLY_STOP_KEEP_MS && this.#earlyStops.size < EARLY_STOP_MAX) break;
+      this.#earlyStops.delete(old);
+    }
+    this.#earlyStops.delete(id); // set() alone would keep a repeated id at its old place in the order
+    this.#earlyStops.set(id, now);
+  }
+
+  #takeEarlyStop(id: string): boolean {
+    const at = this.#earlyStops.get(id);
+    if (at === undefined) return false;
+    this.#earlyStops.delete(id);
+    return Date.now() - at < EARLY_STOP_KEEP_MS;
   }
 
   #nextConcurrency(): number {
