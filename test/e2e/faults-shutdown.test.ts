@@ -58,7 +58,8 @@ it(
     const ep = (await endpoint('sigterm', 1)).json.id as string;
     const idle = (await endpoint('sigterm-idle', 0)).json.id as string;
 
-    const running = (await api('POST', `/v2/${ep}/run`, { input: { sleepMs: 3000 } })).json.id as string;
+    // Long enough to be still running after the set-up below, even on a slow machine.
+    const running = (await api('POST', `/v2/${ep}/run`, { input: { sleepMs: 6000 } })).json.id as string;
     const deadline = Date.now() + 30_000;
     while ((await api('GET', `/v2/${ep}/status/${running}`)).json.status !== 'IN_PROGRESS') {
       if (Date.now() > deadline) throw new Error('the job never started');
@@ -88,11 +89,22 @@ it(
         api('POST', `/v2/${ep}/openai/v1/chat/completions`, { model: 'm', messages: [], stream: true }),
       ),
     };
-    await sleep(300);
+    // Every poll has reached the server: the /runsync job is queued behind the running one (the polls were sent
+    // together; a second more lets the others arrive too).
+    for (const until = Date.now() + 10_000; (await api('GET', `/v2/${ep}/health`)).json.jobs.inQueue < 2;) {
+      if (Date.now() > until) throw new Error('the /runsync job was never queued');
+      await sleep(50);
+    }
+    await sleep(1000);
 
     const sigterm = Date.now();
     server.proc.kill('SIGTERM');
-    await sleep(300);
+    // Wait until the server has begun to shut down (/readyz says so, or nothing listens any more).
+    for (const until = Date.now() + 5_000; ; await sleep(25)) {
+      const ready = await settle(api('GET', '/readyz'));
+      if (ready instanceof Error || ready.status === 503) break;
+      if (Date.now() > until) throw new Error('the server did not begin to shut down');
+    }
     // New work is refused at once (the worker is still finishing its job): 503 SHUTTING_DOWN or no connection.
     const refused = await Promise.all([
       settle(api('POST', `/v2/${ep}/run`, { input: { late: true } })),
@@ -141,7 +153,7 @@ it(
     server = serve(port, dataDir, 'none');
     await server.waitFor(/wharf listening on/, 30_000);
     const done = await api('GET', `/v2/${ep}/status/${running}`);
-    expect(done.json).toMatchObject({ status: 'COMPLETED', output: { echo: { sleepMs: 3000 } } });
+    expect(done.json).toMatchObject({ status: 'COMPLETED', output: { echo: { sleepMs: 6000 } } });
     expect((await api('GET', `/v2/${ep}/status/${queued}`)).json.status).toBe('IN_QUEUE');
     const syncJob = a['runsync']!.json.id as string;
     expect((await api('GET', `/v2/${ep}/status/${syncJob}`)).json.status).toBe('IN_QUEUE');

@@ -88,16 +88,19 @@ describe('example worker process', () => {
   });
 
   it('on SIGTERM finishes the running job, takes no new one and exits 0', async () => {
-    fake.push({ id: 'term-1', input: { sleepMs: 700 } });
+    fake.push({ id: 'term-1', input: { sleepMs: 2_000 } });
     const child = spawnExample();
-    await fake.waitFor((r) => r.kind === 'take', 10_000);
-    // Let the job start, then ask the worker to leave while it runs.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Once the worker logged the job as taken (not merely asked for it: a stop during the take would abort the take
+    // and lose the job the fake already handed out), ask it to leave while the job runs.
+    for (const deadline = Date.now() + 10_000; !/term-1.*Job taken/.test(child.stdout());) {
+      if (Date.now() > deadline) throw new Error(`term-1 was not taken: ${child.stdout()}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     const signalledAt = Date.now();
     child.proc.kill('SIGTERM');
     fake.push({ id: 'term-2', input: {} });
     expect(await child.exit).toEqual({ code: 0, signal: null });
-    expect(fake.of('done', 'term-1').map((r) => r.body)).toEqual(['{"output":{"echo":{"sleepMs":700}}}']);
+    expect(fake.of('done', 'term-1').map((r) => r.body)).toEqual(['{"output":{"echo":{"sleepMs":2000}}}']);
     expect(fake.requests.filter((r) => r.kind === 'take' && r.at > signalledAt)).toHaveLength(0);
     expect(fake.of('done', 'term-2')).toHaveLength(0);
     expect(child.stdout()).toContain('SIGTERM received');

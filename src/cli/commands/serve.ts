@@ -47,7 +47,6 @@ export async function serve(argv: string[]): Promise<void> {
     const list = EXAMPLES.map((e) => `  ${e.name.padEnd(12)} ${server.url}/v2/${e.endpointId}`).join('\n');
     process.stdout.write(`Example endpoints:\n${list}\n`);
   }
-  process.stdout.write(`wharf listening on ${server.url}  (queue API ${server.url}/v2, REST ${server.url}/v1)\n`);
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
@@ -63,4 +62,6 @@ export async function serve(argv: string[]): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // Printed once the handlers are in: whoever waits for this line may signal at once and get a clean shutdown.
+  process.stdout.write(`wharf listening on ${server.url}  (queue API ${server.url}/v2, REST ${server.url}/v1)\n`);
 }
