@@ -37,7 +37,8 @@ it('on close() (SIGTERM) the worker finishes its running job, the result is stor
   dirs.push(dataDir);
   t = await startFleet({ dataDir });
   const ep = await t.endpoint({ workersMax: 1, idleTimeout: 5 });
-  const id = await t.run(ep, { sleepMs: 2500 });
+  // Long enough that the server still answers when the worker has logged its SIGTERM, even on a slow machine.
+  const id = await t.run(ep, { sleepMs: 5000 });
   await waitUntil(async () => (await t!.status(ep, id)).status === 'IN_PROGRESS', 15_000);
   const pids = t.pids();
   expect(pids).toHaveLength(1);
@@ -46,11 +47,10 @@ it('on close() (SIGTERM) the worker finishes its running job, the result is stor
   const closing = t.server.close();
   // While the workers are being stopped the server still answers: the worker says it got SIGTERM.
   let sawSigterm = false;
-  for (let i = 0; i < 40 && !sawSigterm; i++) {
-    const res = await t.api('GET', `/v1/endpoints/${ep}/logs?limit=5000`);
-    if (res.status !== 200) break;
+  for (const until = Date.now() + 4_000; !sawSigterm && Date.now() < until; await sleep(25)) {
+    const res = await t.api('GET', `/v1/endpoints/${ep}/logs?limit=5000`).catch(() => null);
+    if (res?.status !== 200) break; // the server has stopped answering: too late to look
     sawSigterm = (res.json.lines as Array<{ message: string }>).some((l) => /SIGTERM received/.test(l.message));
-    if (!sawSigterm) await sleep(25);
   }
   expect(sawSigterm).toBe(true);
   await closing;
@@ -64,7 +64,7 @@ it('on close() (SIGTERM) the worker finishes its running job, the result is stor
   try {
     const res = await again.api('GET', `/v2/${ep}/status/${id}`);
     expect(res.status).toBe(200);
-    expect(res.json).toMatchObject({ status: 'COMPLETED', output: { echo: { sleepMs: 2500 } } });
+    expect(res.json).toMatchObject({ status: 'COMPLETED', output: { echo: { sleepMs: 5000 } } });
   } finally {
     await again.server.close();
   }
@@ -72,8 +72,9 @@ it('on close() (SIGTERM) the worker finishes its running job, the result is stor
 
 it('rolls workers on an endpoint change: new jobs go to a new-version worker, the old one finishes, then stops', async () => {
   t = await startFleet();
-  const ep = await t.endpoint({ workersMax: 2, idleTimeout: 5, scalerType: 'REQUEST_COUNT', scalerValue: 1 });
-  const long = await t.run(ep, { sleepMs: 4000 });
+  // The long job outlasts the new worker's cold start on a slow machine; the idle timeout outlasts the whole test.
+  const ep = await t.endpoint({ workersMax: 2, idleTimeout: 60, scalerType: 'REQUEST_COUNT', scalerValue: 1 });
+  const long = await t.run(ep, { sleepMs: 8000 });
   await waitUntil(async () => (await t!.status(ep, long)).status === 'IN_PROGRESS', 15_000);
   const oldWorker = (await t.status(ep, long)).workerId as string;
   const [oldPid] = t.pids();
@@ -95,9 +96,9 @@ it('rolls workers on an endpoint change: new jobs go to a new-version worker, th
   const newPid = t.pids().find((p) => p !== oldPid)!;
   expect(environ(newPid)).toContain('MODEL=v2');
 
-  const l = await t.waitJob(ep, long, 15_000);
+  const l = await t.waitJob(ep, long, 20_000);
   expect(l).toMatchObject({ status: 'COMPLETED', workerId: oldWorker });
-  // Then the old worker goes; the new one stays (idleTimeout 5 s).
+  // Then the old worker goes; the new one stays (idleTimeout 60 s).
   await waitUntil(() => !isAlive(oldPid!), 10_000);
   await waitUntil(async () => (await t!.workers(ep)).every((w) => w.id !== oldWorker), 5_000);
   expect(t.pids()).toEqual([newPid]);
