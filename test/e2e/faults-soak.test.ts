@@ -246,7 +246,8 @@ it(
     // The killed worker's jobs were handed back within the lease (plus a sweep interval and a poll), ran again on
     // a live worker, and count as retries in /health.
     expect(workerKill!.held.length).toBeGreaterThan(0);
-    expect(workerKill!.at).toBeLessThan(LEASE_MS + 1500);
+    // (Measured by sequential status polls on a deliberately overloaded server: a few seconds of slack.)
+    expect(workerKill!.at).toBeLessThan(LEASE_MS + 5000);
     for (const id of workerKill!.held) {
       const f = finals.get(id) ?? (await api('GET', `/v2/${ep}/status/${id}`));
       expect(f.json.status, id).toBe('COMPLETED');

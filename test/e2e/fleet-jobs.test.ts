@@ -27,6 +27,8 @@ it('cancels a running job through the stop channel; the worker stays and takes t
   const worker = (await t.status(ep, id)).workerId as string;
   const pids = t.pids();
   expect(pids).toHaveLength(1);
+  // The handler runs (a stop that overtakes the take answer would keep the job from starting at all instead).
+  await waitUntil(async () => (await logs(ep, `&jobId=${id}`)).some((l) => /Job taken/.test(l.message)), 10_000);
 
   const res = await t.api('POST', `/v2/${ep}/cancel/${id}`);
   expect(res.status).toBe(200);

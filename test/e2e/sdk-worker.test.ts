@@ -163,7 +163,8 @@ describe('the example worker process', () => {
     const { proc, podId } = worker();
     const id = await run({ sleepMs: 30_000 });
     await until(id, (s) => s.status === 'IN_PROGRESS');
-    await sleep(200);
+    // The handler runs (a stop that overtakes the take answer would keep the job from starting at all instead).
+    await proc.waitFor(new RegExp(`"requestId":"${id}","message":"Job taken"`));
     const cancel = await t.api('POST', `/v2/${ep}/cancel/${id}`);
     expect(cancel.json).toEqual({ id, status: 'CANCELLED' });
     await proc.waitFor(new RegExp(`"requestId":"${id}","message":"Job stopped; no result posted"`), 10_000);
@@ -179,7 +180,7 @@ describe('the example worker process', () => {
 
   it('a worker killed with SIGKILL mid-job: the job is retried on a second worker and completes exactly once', async () => {
     const first = worker();
-    const id = await run({ sleepMs: 1500, n: 7 });
+    const id = await run({ sleepMs: 4000, n: 7 }); // still running when the kill lands, even on a slow machine
     await until(id, (s) => s.status === 'IN_PROGRESS' && s.workerId === first.podId);
     await first.proc.waitFor(new RegExp(`"requestId":"${id}","message":"Job taken"`));
     await first.proc.kill('SIGKILL');
@@ -189,7 +190,7 @@ describe('the example worker process', () => {
     const done = await until(id, (s) => s.status !== 'IN_PROGRESS' && s.status !== 'IN_QUEUE', LEASE_MS + 12_000);
     expect(done).toMatchObject({
       status: 'COMPLETED',
-      output: { echo: { sleepMs: 1500, n: 7 } },
+      output: { echo: { sleepMs: 4000, n: 7 } },
       workerId: second.podId,
     });
     expect(done.retries).toBe(1);
