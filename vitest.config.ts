@@ -8,5 +8,7 @@ export default defineConfig({
     pool: 'forks',
     fileParallelism: true,
     maxWorkers: 2,
+    // expect.poll's default of 1 s is too short for a browser on a loaded 2-core CI machine.
+    expect: { poll: { timeout: 5_000 } },
   },
 });
