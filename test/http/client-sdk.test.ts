@@ -395,7 +395,22 @@ describe('retries', () => {
       // A long poll holds the only /status slot for 1 s; the plain status call meanwhile gets 429 Retry-After: 1.
       const holder = new WharfClient({ baseUrl: limited.url, apiKey: limited.key }).endpoint(epId);
       const held = holder.statusSync(id, { wait: 1000 });
-      await sleep(100);
+      // The long poll holds the slot once a probe that would not hold it for long (no wait, no retries) is refused. A
+      // probe that took the slot first only sends the long poll into its own retry after Retry-After.
+      const probe = new WharfClient({ baseUrl: limited.url, apiKey: limited.key, retries: 0 }).endpoint(epId);
+      const deadline = Date.now() + 5000;
+      for (;;) {
+        const refused = await probe.status(id).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        if (refused !== null) {
+          expect(refused).toMatchObject({ status: 429, code: 'RATE_LIMITED' });
+          break;
+        }
+        if (Date.now() > deadline) throw new Error('the long poll never held the /status slot');
+        await sleep(20);
+      }
       seen.length = 0;
       const status = await e.status(id);
       expect(status).toMatchObject({ id, status: 'IN_QUEUE' });

@@ -38,6 +38,15 @@ function expectLimited(res: ApiResponse): void {
   expect(retryAfter).toBeLessThanOrEqual(10);
 }
 
+/** Polls `condition` until it holds; fails after 5 s. */
+async function waitUntil(condition: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 async function submit(endpointId: string): Promise<string> {
   const res = await t.api('POST', `/v2/${endpointId}/run`, { input: {} });
   expect(res.status, res.text).toBe(200);
@@ -88,23 +97,31 @@ describe('concurrency', () => {
   it('stream long polls beyond the cap get 429; a closed one frees its slot', async () => {
     const ep = await createEndpoint(t);
     const id = await submit(ep);
+    const stream = (wait: number, signal?: AbortSignal) =>
+      t.api('GET', `/v2/${ep}/stream/${id}?wait=${wait}`, undefined, signal ? { signal } : {});
+    // Two long polls that hold both slots until aborted (their wait runs out only long after this test). One that
+    // met the probe below in the other slot was refused: it is sent again.
     const held = [new AbortController(), new AbortController()];
-    const polls = held.map((c) =>
-      t.api('GET', `/v2/${ep}/stream/${id}?wait=5000`, undefined, { signal: c.signal }).catch(() => null),
-    );
-    await new Promise((resolve) => setTimeout(resolve, 300)); // both are now waiting server-side
+    const polls = held.map(async (c) => {
+      while (!c.signal.aborted) {
+        const res = await stream(30_000, c.signal).catch(() => null);
+        if (res?.status !== 429) return res;
+      }
+      return null;
+    });
+    // Both are waiting server-side once a probe that holds no slot for long (wait=0) is refused.
+    await waitUntil(async () => (await stream(0)).status === 429, 'both long polls to hold their slots');
 
     const started = Date.now();
-    const third = await t.api('GET', `/v2/${ep}/stream/${id}?wait=5000`);
+    const third = await stream(5000);
     expectLimited(third);
     expect(third.headers.get('retry-after')).toBe('1');
     expect(Date.now() - started).toBeLessThan(1000); // refused at once, not held
 
     for (const c of held) c.abort();
-    await Promise.all(polls);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const again = await t.api('GET', `/v2/${ep}/stream/${id}?wait=0`);
-    expect(again.status, again.text).toBe(200);
+    expect(await Promise.all(polls)).toEqual([null, null]); // aborted, not answered
+    // The server frees a slot when it sees the connection close, long before the polls' own wait would run out.
+    await waitUntil(async () => (await stream(0)).status === 200, 'the aborted polls to free their slots');
   });
 });
 
