@@ -118,7 +118,8 @@ describe.skipIf(unavailable !== null)('multi-node: three wharf serve nodes shari
       await sleep(50); // the worker is back in its long poll on B
     }
     console.log(`multi-node: cross-node take delays (ms): ${delays.join(', ')}`);
-    for (const d of delays) expect(d).toBeLessThan(500);
+    // Without the wake-up a job would wait for the worker's 20 s poll to end; a busy machine may add a second or two.
+    for (const d of delays) expect(d).toBeLessThan(3000);
 
     // /stream on C sees the chunks the worker posts to B.
     const run = await api(a, 'POST', `/v2/${ep}/run`, { input: { stream: 5 } });

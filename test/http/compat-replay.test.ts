@@ -24,7 +24,8 @@ let ep: string;
 let seq = 0;
 
 beforeAll(async () => {
-  t = await startTestServer({ takeWaitMs: 500, streamWaitMs: 1000 });
+  // Every take here expects a job: a long take poll still catches one whose submission (a /runsync) is slow to arrive.
+  t = await startTestServer({ takeWaitMs: 10_000, streamWaitMs: 1000 });
   ep = await createEndpoint(t);
 });
 afterAll(async () => {

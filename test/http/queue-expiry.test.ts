@@ -21,7 +21,11 @@ const clock = new TestClock();
 
 beforeAll(async () => {
   // Worker leases far longer than any jump below, so that only the limit under test acts on a running job.
-  t = await startTestServer({ sweepIntervalMs: 50, leaseMs: 3_600_000, takeWaitMs: 500 }, { clock });
+  // Stop polls are answered by the expiry or timeout under test: a long stopWaitMs leaves the sweeper time for it.
+  t = await startTestServer(
+    { sweepIntervalMs: 50, leaseMs: 3_600_000, takeWaitMs: 500, stopWaitMs: 10_000 },
+    { clock },
+  );
 });
 afterAll(async () => {
   await t.close();
@@ -44,12 +48,18 @@ function expectGone(res: ApiResponse, code: 'JOB_EXPIRED' | 'JOB_RESULTS_EXPIRED
   expect(res.json).toMatchObject({ code, message: expect.any(String) });
 }
 
+/**
+ * How far before a limit the "not yet" checks move the clock. The clock runs on in real time, and the requests between
+ * the start of the limit and the check must take less than this: so it is seconds, for a busy machine.
+ */
+const MARGIN = 10 * SECOND;
+
 /** Let the sweeper (every 50 ms) make a few passes at the current clock. */
 const afterSweeps = () => new Promise((resolve) => setTimeout(resolve, 200));
 
 /** Poll /status until it answers 404 with `code` (the sweep deletes the job within a pass or two). */
 async function gone(endpointId: string, jobId: string, code: 'JOB_EXPIRED' | 'JOB_RESULTS_EXPIRED') {
-  await vi.waitFor(async () => expectGone(await status(endpointId, jobId), code), { timeout: 3000, interval: 25 });
+  await vi.waitFor(async () => expectGone(await status(endpointId, jobId), code), { timeout: 10_000, interval: 25 });
 }
 
 /** A job taken by a fresh worker and finished with `body`. */
@@ -61,9 +71,13 @@ async function finished(endpointId: string, body: unknown, route = 'run', extra:
     expect((await w.done(id, body)).status).toBe(200);
     return id;
   }
-  const taking = w.take();
   const runsync = t.api('POST', `/v2/${endpointId}/${route}`, { input: {}, ...extra });
-  const id = (await taking).json.id as string;
+  // Taken once it is queued: a take poll (500 ms) started before might end before a slow submission arrives.
+  await vi.waitFor(async () => expect((await t.api('GET', `/v2/${endpointId}/health`)).json.jobs.inQueue).toBe(1), {
+    timeout: 10_000,
+    interval: 25,
+  });
+  const id = (await w.take()).json.id as string;
   await w.done(id, body);
   expect((await runsync).json.status).not.toBe('IN_QUEUE');
   return id;
@@ -72,14 +86,14 @@ async function finished(endpointId: string, body: unknown, route = 'run', extra:
 describe('ttl', () => {
   it('a queued job is deleted when its ttl runs out: 404 JOB_EXPIRED, never handed out', async () => {
     const ep = await createEndpoint(t);
-    const id = await submit(ep, { policy: { ttl: 10_000 } });
-    clock.advance(9_000);
+    const id = await submit(ep, { policy: { ttl: 20_000 } });
+    clock.advance(20_000 - MARGIN);
     await afterSweeps();
     expect((await status(ep, id)).json.status).toBe('IN_QUEUE');
 
-    clock.advance(1_001);
+    clock.advance(MARGIN + 1);
     // A status-sync waiter is woken by the expiry itself.
-    const waited = await t.api('GET', `/v2/${ep}/status-sync/${id}?wait=5000`);
+    const waited = await t.api('GET', `/v2/${ep}/status-sync/${id}?wait=10000`);
     expectGone(waited, 'JOB_EXPIRED');
     expectGone(await status(ep, id), 'JOB_EXPIRED');
     expect((await newWorker(ep).take()).status).toBe(204);
@@ -138,13 +152,13 @@ describe('ttl', () => {
     const ep = await createEndpoint(t);
     const id = await submit(ep); // default ttl: 24 h
     clock.advance(5_000);
-    const set = await status(ep, id, '?ttl=12000');
+    const set = await status(ep, id, '?ttl=20000');
     expect(set.status).toBe(200);
     expect(set.json).toMatchObject({ id, status: 'IN_QUEUE' });
-    clock.advance(5_000);
+    clock.advance(20_000 - 5_000 - MARGIN);
     await afterSweeps();
     expect((await status(ep, id)).json.status).toBe('IN_QUEUE');
-    clock.advance(2_001);
+    clock.advance(MARGIN + 1);
     await gone(ep, id, 'JOB_EXPIRED');
   });
 
@@ -179,19 +193,19 @@ describe('executionTimeout', () => {
   it('a job running longer becomes TIMED_OUT, its worker gets job-stop, its late result is refused', async () => {
     const ep = await createEndpoint(t);
     const w = newWorker(ep);
-    const id = await submit(ep, { policy: { executionTimeout: 5_000 } });
+    const id = await submit(ep, { policy: { executionTimeout: 15_000 } });
     // Time in the queue does not count.
     clock.advance(30_000);
     await afterSweeps();
     expect((await status(ep, id)).json.status).toBe('IN_QUEUE');
     expect((await w.take()).json.id).toBe(id);
-    clock.advance(4_000);
+    clock.advance(15_000 - MARGIN);
     await afterSweeps();
     expect((await status(ep, id)).json.status).toBe('IN_PROGRESS');
 
     const stopping = w.stops();
-    clock.advance(1_001);
-    const waited = await t.api('GET', `/v2/${ep}/status-sync/${id}?wait=5000`);
+    clock.advance(MARGIN + 1);
+    const waited = await t.api('GET', `/v2/${ep}/status-sync/${id}?wait=10000`);
     expect(waited.json).toMatchObject({ id, status: 'TIMED_OUT' });
     expect((await stopping).json).toEqual({ jobsToStop: [id] });
 
@@ -211,26 +225,26 @@ describe('executionTimeout', () => {
     await w.take();
     await w.take();
     clock.advance(5_001);
-    await vi.waitFor(async () => expect((await status(ep, short)).json.status).toBe('TIMED_OUT'), { timeout: 3000 });
+    await vi.waitFor(async () => expect((await status(ep, short)).json.status).toBe('TIMED_OUT'), { timeout: 10_000 });
     expect((await status(ep, plain)).json.status).toBe('IN_PROGRESS');
     clock.advance(55_000);
-    await vi.waitFor(async () => expect((await status(ep, plain)).json.status).toBe('TIMED_OUT'), { timeout: 3000 });
+    await vi.waitFor(async () => expect((await status(ep, plain)).json.status).toBe('TIMED_OUT'), { timeout: 10_000 });
   });
 
   it('a TIMED_OUT job can be retried; the new attempt gets a fresh timeout', async () => {
     const ep = await createEndpoint(t);
     const w = newWorker(ep);
-    const id = await submit(ep, { input: { again: 1 }, policy: { executionTimeout: 5_000 } });
+    const id = await submit(ep, { input: { again: 1 }, policy: { executionTimeout: 15_000 } });
     await w.take();
-    clock.advance(5_001);
-    await vi.waitFor(async () => expect((await status(ep, id)).json.status).toBe('TIMED_OUT'), { timeout: 3000 });
+    clock.advance(15_001);
+    await vi.waitFor(async () => expect((await status(ep, id)).json.status).toBe('TIMED_OUT'), { timeout: 10_000 });
     await w.stops();
 
     const retry = await t.api('POST', `/v2/${ep}/retry/${id}`);
     expect(retry.json).toEqual({ id, status: 'IN_QUEUE' });
     const again = await w.take();
     expect(again.json).toMatchObject({ id, input: { again: 1 } });
-    clock.advance(4_000);
+    clock.advance(15_000 - MARGIN);
     await afterSweeps();
     expect((await status(ep, id)).json.status).toBe('IN_PROGRESS');
     expect((await w.done(id, { output: 'made it' })).status).toBe(200);
@@ -242,10 +256,10 @@ describe('result retention', () => {
   it('/run results are kept 30 minutes after completion, then 404 JOB_RESULTS_EXPIRED', async () => {
     const ep = await createEndpoint(t);
     const id = await finished(ep, { output: 'kept' });
-    clock.advance(30 * MINUTE - 2 * SECOND);
+    clock.advance(30 * MINUTE - MARGIN);
     await afterSweeps();
     expect((await status(ep, id)).json).toMatchObject({ status: 'COMPLETED', output: 'kept' });
-    clock.advance(2 * SECOND + 1);
+    clock.advance(MARGIN + 1);
     await gone(ep, id, 'JOB_RESULTS_EXPIRED');
     expectGone(await t.api('GET', `/v2/${ep}/status-sync/${id}`), 'JOB_RESULTS_EXPIRED');
     expectGone(await t.api('POST', `/v2/${ep}/cancel/${id}`), 'JOB_RESULTS_EXPIRED');
@@ -279,20 +293,20 @@ describe('result retention', () => {
     const ep = await createEndpoint(t);
     const id = await finished(ep, { output: 's' }, 'runsync');
     expect(id).toMatch(/^sync-/);
-    clock.advance(MINUTE - 2 * SECOND);
+    clock.advance(MINUTE - MARGIN);
     await afterSweeps();
     expect((await status(ep, id)).json.status).toBe('COMPLETED');
-    clock.advance(2 * SECOND + 1);
+    clock.advance(MARGIN + 1);
     await gone(ep, id, 'JOB_RESULTS_EXPIRED');
   });
 
   it('/runsync?wait= results are kept 5 minutes', async () => {
     const ep = await createEndpoint(t);
     const id = await finished(ep, { output: 's' }, 'runsync?wait=5000');
-    clock.advance(5 * MINUTE - 2 * SECOND);
+    clock.advance(5 * MINUTE - MARGIN);
     await afterSweeps();
     expect((await status(ep, id)).json.status).toBe('COMPLETED');
-    clock.advance(2 * SECOND + 1);
+    clock.advance(MARGIN + 1);
     await gone(ep, id, 'JOB_RESULTS_EXPIRED');
   });
 
@@ -300,10 +314,10 @@ describe('result retention', () => {
     const ep = await createEndpoint(t);
     const cancelled = await submit(ep);
     await t.api('POST', `/v2/${ep}/cancel/${cancelled}`);
-    clock.advance(30 * MINUTE - SECOND);
+    clock.advance(30 * MINUTE - MARGIN);
     await afterSweeps();
     expect((await status(ep, cancelled)).json.status).toBe('CANCELLED');
-    clock.advance(SECOND + 1);
+    clock.advance(MARGIN + 1);
     await gone(ep, cancelled, 'JOB_RESULTS_EXPIRED');
 
     const w = newWorker(ep);
@@ -311,12 +325,12 @@ describe('result retention', () => {
     await w.take();
     clock.advance(5_001);
     await vi.waitFor(async () => expect((await status(ep, timedOut)).json.status).toBe('TIMED_OUT'), {
-      timeout: 3000,
+      timeout: 10_000,
     });
-    clock.advance(30 * MINUTE - SECOND);
+    clock.advance(30 * MINUTE - MARGIN);
     await afterSweeps();
     expect((await status(ep, timedOut)).json.status).toBe('TIMED_OUT');
-    clock.advance(SECOND + 1);
+    clock.advance(MARGIN + 1);
     await gone(ep, timedOut, 'JOB_RESULTS_EXPIRED');
   });
 
