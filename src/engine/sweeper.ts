@@ -27,6 +27,8 @@ export class Sweeper {
   private running: Promise<void> | undefined;
   private stopped = true;
   private lastPrune = 0;
+  /** When this sweeper last started (clock time): leases count only from then (see sweepOnce). */
+  private startedAt = 0;
   /** Errors are reported here, never thrown into the timer. */
   onError: (error: unknown) => void = () => {};
 
@@ -41,6 +43,7 @@ export class Sweeper {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    this.startedAt = this.clock.now();
     this.schedule(0);
   }
 
@@ -71,8 +74,13 @@ export class Sweeper {
     const timedOut = await this.store.timeoutJobs(now, BATCH);
     this.engine.announceSwept(timedOut);
     const results = await this.store.expireResults(now, BATCH);
-    const lease = await this.store.expireWorkerLeases(now - this.opts.leaseMs, now, this.opts.maxAttempts);
-    this.workers.announce(lease);
+    // No worker can renew its lease while the server is down or starting: the leases run again from this start, so a
+    // restart (a crash loop, or a new leader) does not requeue the jobs of live workers — nor, after maxAttempts,
+    // fail them. A worker that died meanwhile is noticed one lease after the start.
+    if (now - this.startedAt >= this.opts.leaseMs) {
+      const lease = await this.store.expireWorkerLeases(now - this.opts.leaseMs, now, this.opts.maxAttempts);
+      this.workers.announce(lease);
+    }
     if (now - this.lastPrune > 60_000) {
       this.lastPrune = now;
       await this.store.pruneTombstones(now - this.opts.tombstoneKeepMs);

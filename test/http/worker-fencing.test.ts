@@ -1,6 +1,10 @@
 // Fenced attempts and worker identity (DESIGN.md §1 principle 3, §3 "Job lifecycle") against a real server on
 // loopback and real SQLite, with short leases so lost workers are noticed in a second or two.
 
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { WorkerRecord } from '../../src/domain/index.ts';
@@ -153,6 +157,55 @@ describe('a superseded attempt', () => {
     expect(await status(t, ep, id)).toMatchObject({ status: 'IN_PROGRESS' });
     expect((await a.done(id, { output: 'kept' })).status).toBe(200);
     expect((await status(t, ep, id)).retries).toBeUndefined();
+  });
+
+  it("a server restart does not count its downtime against a live worker's lease", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-lease-restart-'));
+    const opts = { dataDir, leaseMs: LEASE_MS, sweepIntervalMs: 50 };
+    try {
+      const before = await startTestServer(opts);
+      const ep = await createEndpoint(before);
+      const id = await submit(before, ep, { across: 'restart' });
+      expect((await protocolWorker(before, ep, 'restart-w1').take()).json.id).toBe(id);
+      await before.close();
+      await sleep(LEASE_MS + 500); // down for longer than a lease: the worker cannot renew meanwhile
+
+      const after = await startTestServer(opts);
+      try {
+        await sleep(LEASE_MS / 2); // many sweeps, all within a lease of the start
+        expect(await status(after, ep, id)).toMatchObject({ status: 'IN_PROGRESS', workerId: 'restart-w1' });
+        // The worker is back: its result is accepted, on the first attempt.
+        expect((await protocolWorker(after, ep, 'restart-w1').done(id, { output: 'kept' })).status).toBe(200);
+        expect(await status(after, ep, id)).toMatchObject({ status: 'COMPLETED', output: 'kept' });
+        expect(await attemptOf(after, ep, id)).toBe(1);
+      } finally {
+        await after.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('a worker that died while the server was down still loses its jobs after the restart', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-lease-restart-'));
+    const opts = { dataDir, leaseMs: LEASE_MS, sweepIntervalMs: 50 };
+    try {
+      const before = await startTestServer(opts);
+      const ep = await createEndpoint(before);
+      const id = await submit(before, ep, { died: 'meanwhile' });
+      expect((await protocolWorker(before, ep, 'gone-w1').take()).json.id).toBe(id);
+      await before.close();
+
+      const after = await startTestServer(opts);
+      try {
+        const back = await until(after, ep, id, (s) => s.status === 'IN_QUEUE', LEASE_MS + 5000);
+        expect(back.retries).toBe(1);
+      } finally {
+        await after.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   it(`after ${MAX_ATTEMPTS} lost leases the job is FAILED with an error naming the lost worker`, async () => {
