@@ -59,6 +59,35 @@ async function until(srv: TestServer, ep: string, id: string, pred: (s: any) => 
   }
 }
 
+/**
+ * A job taken by `workerId` on a server that is then closed; after `downMs` a server starts on the same data
+ * directory and `check` runs against it.
+ */
+async function acrossRestart(
+  workerId: string,
+  downMs: number,
+  check: (after: TestServer, ep: string, id: string) => Promise<void>,
+): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'wharf-lease-restart-'));
+  const opts = { dataDir, leaseMs: LEASE_MS, sweepIntervalMs: 50 };
+  try {
+    const before = await startTestServer(opts);
+    const ep = await createEndpoint(before);
+    const id = await submit(before, ep, { worker: workerId });
+    expect((await protocolWorker(before, ep, workerId).take()).json.id).toBe(id);
+    await before.close();
+    await sleep(downMs);
+    const after = await startTestServer(opts);
+    try {
+      await check(after, ep, id);
+    } finally {
+      await after.close();
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
 async function attemptOf(srv: TestServer, ep: string, id: string): Promise<number> {
   const job = await srv.server.store.getJob(ep, id);
   if (!job) throw new Error(`job ${id} missing from the store`);
@@ -159,54 +188,22 @@ describe('a superseded attempt', () => {
     expect((await status(t, ep, id)).retries).toBeUndefined();
   });
 
-  it("a server restart does not count its downtime against a live worker's lease", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-lease-restart-'));
-    const opts = { dataDir, leaseMs: LEASE_MS, sweepIntervalMs: 50 };
-    try {
-      const before = await startTestServer(opts);
-      const ep = await createEndpoint(before);
-      const id = await submit(before, ep, { across: 'restart' });
-      expect((await protocolWorker(before, ep, 'restart-w1').take()).json.id).toBe(id);
-      await before.close();
-      await sleep(LEASE_MS + 500); // down for longer than a lease: the worker cannot renew meanwhile
+  it("a server restart does not count its downtime against a live worker's lease", () =>
+    // Down for longer than a lease: the worker cannot renew meanwhile.
+    acrossRestart('restart-w1', LEASE_MS + 500, async (after, ep, id) => {
+      await sleep(LEASE_MS / 2); // many sweeps, all within a lease of the start
+      expect(await status(after, ep, id)).toMatchObject({ status: 'IN_PROGRESS', workerId: 'restart-w1' });
+      // The worker is back: its result is accepted, on the first attempt.
+      expect((await protocolWorker(after, ep, 'restart-w1').done(id, { output: 'kept' })).status).toBe(200);
+      expect(await status(after, ep, id)).toMatchObject({ status: 'COMPLETED', output: 'kept' });
+      expect(await attemptOf(after, ep, id)).toBe(1);
+    }));
 
-      const after = await startTestServer(opts);
-      try {
-        await sleep(LEASE_MS / 2); // many sweeps, all within a lease of the start
-        expect(await status(after, ep, id)).toMatchObject({ status: 'IN_PROGRESS', workerId: 'restart-w1' });
-        // The worker is back: its result is accepted, on the first attempt.
-        expect((await protocolWorker(after, ep, 'restart-w1').done(id, { output: 'kept' })).status).toBe(200);
-        expect(await status(after, ep, id)).toMatchObject({ status: 'COMPLETED', output: 'kept' });
-        expect(await attemptOf(after, ep, id)).toBe(1);
-      } finally {
-        await after.close();
-      }
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  });
-
-  it('a worker that died while the server was down still loses its jobs after the restart', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-lease-restart-'));
-    const opts = { dataDir, leaseMs: LEASE_MS, sweepIntervalMs: 50 };
-    try {
-      const before = await startTestServer(opts);
-      const ep = await createEndpoint(before);
-      const id = await submit(before, ep, { died: 'meanwhile' });
-      expect((await protocolWorker(before, ep, 'gone-w1').take()).json.id).toBe(id);
-      await before.close();
-
-      const after = await startTestServer(opts);
-      try {
-        const back = await until(after, ep, id, (s) => s.status === 'IN_QUEUE', LEASE_MS + 5000);
-        expect(back.retries).toBe(1);
-      } finally {
-        await after.close();
-      }
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  });
+  it('a worker that died while the server was down still loses its jobs after the restart', () =>
+    acrossRestart('gone-w1', 0, async (after, ep, id) => {
+      const back = await until(after, ep, id, (s) => s.status === 'IN_QUEUE', LEASE_MS + 5000);
+      expect(back.retries).toBe(1);
+    }));
 
   it(`after ${MAX_ATTEMPTS} lost leases the job is FAILED with an error naming the lost worker`, async () => {
     const ep = await createEndpoint(t);
