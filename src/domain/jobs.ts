@@ -38,9 +38,14 @@ export const LIMITS = {
   runBodyBytes: 10 * 1024 * 1024,
   runsyncBodyBytes: 20 * 1024 * 1024,
   streamChunkBytes: 1024 * 1024,
-  /** The most jobs one take hands out (job-take-batch's batch_size is clamped to it). */
+  /** The most jobs one take hands out (job-take-batch's batch_size is clamped to it): see takeBatchSize. */
   takeBatch: 256,
 } as const;
+
+/** How many jobs a take asking for `requested` may hand out: a whole number from 1 to LIMITS.takeBatch. */
+export function takeBatchSize(requested: number): number {
+  return Number.isFinite(requested) ? Math.min(LIMITS.takeBatch, Math.max(1, Math.floor(requested))) : 1;
+}
 
 export interface JobPolicy {
   executionTimeoutMs: number;

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { LIMITS, type Endpoint, type WorkerRecord } from '../../domain/index.ts';
+import { takeBatchSize, type Endpoint, type WorkerRecord } from '../../domain/index.ts';
 import { workerJobBody } from '../../engine/index.ts';
 import { WharfError } from '../../errors/index.ts';
 import { authenticate, requireUser } from '../plugins/auth.ts';
@@ -88,8 +88,7 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
   const take = async (request: FastifyRequest<{ Params: WP }>, batch: boolean) => {
     const { value: workerId, query } = unglue(request.params.workerId, request.query as Record<string, unknown>);
     const { worker, endpoint } = await refusalsHeld(() => workerAndEndpoint(request, workerId));
-    const requested = batch ? Number(query['batch_size'] ?? 1) : 1;
-    const max = Number.isFinite(requested) ? Math.min(LIMITS.takeBatch, Math.max(1, Math.floor(requested))) : 1;
+    const max = takeBatchSize(batch ? Number(query['batch_size'] ?? 1) : 1);
     return { worker, max, version: endpoint.version };
   };
 

@@ -1,4 +1,4 @@
-import { LIMITS, resultsExpireAt, type Job, type TombstoneReason } from '../../domain/index.ts';
+import { resultsExpireAt, takeBatchSize, type Job, type TombstoneReason } from '../../domain/index.ts';
 import type { FencedOutcome, JobStore, NewJob } from '../types.ts';
 import type { Conn, Db } from './db.ts';
 import { byQueueOrder, toJob, type JobRow } from './rows.ts';
@@ -120,7 +120,7 @@ export function jobVerbs(db: Db): JobVerbs {
            deadline_at = $2 + j.execution_timeout_ms, output = NULL, error = NULL
          FROM picked WHERE j.id = picked.id
          RETURNING j.*`,
-        [endpointId, now, Math.min(LIMITS.takeBatch, max), workerId],
+        [endpointId, now, takeBatchSize(max), workerId],
       );
       // RETURNING gives no order guarantee; hand jobs out in queue order.
       return byQueueOrder(rows);

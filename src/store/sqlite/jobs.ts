@@ -1,5 +1,11 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { LIMITS, resultsExpireAt, type Job, type TombstoneReason, type WorkerResult } from '../../domain/index.ts';
+import {
+  resultsExpireAt,
+  takeBatchSize,
+  type Job,
+  type TombstoneReason,
+  type WorkerResult,
+} from '../../domain/index.ts';
 import type {
   CancelOutcome,
   FencedOutcome,
@@ -101,7 +107,7 @@ export class SqliteJobs {
     // The LIMIT is a literal (one cached statement per batch size, at most LIMITS.takeBatch): SQLite re-prepares a
     // statement whose LIMIT is a bound parameter each time the table changed since its last run — on every take,
     // ~10 µs each.
-    const limit = Math.min(LIMITS.takeBatch, Math.max(1, Math.floor(max) || 1));
+    const limit = takeBatchSize(max);
     const queued = this.q(
       `SELECT rowid AS r FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND expires_at > ?
        ORDER BY queued_at, rowid LIMIT ${limit}`,
