@@ -172,7 +172,8 @@ export async function endToEndSeparate(
   return e2e;
 }
 
-const submitRequest = (ep: string) => () => ({
+/** The no-op /run submission every throughput load sends (a request builder for closedLoop). */
+export const submitRequest = (ep: string) => () => ({
   method: 'POST' as const,
   path: `/v2/${ep}/run`,
   body: BODY,

@@ -12,9 +12,7 @@ import { closedLoop, roundRobin } from '../lib/load.ts';
 import { pct, ratio, round, sleep, table } from '../lib/stats.ts';
 import { AUTH, startWharf, type ServerWindow, type Wharf } from '../lib/wharf.ts';
 import { LOAD_CONCURRENCY } from './baselines.ts';
-import { waitForIdleWorkers, WORKER_CONCURRENCY, WORKERS } from './s1-throughput.ts';
-
-const BODY = '{"input":{"n":1}}';
+import { submitRequest, waitForIdleWorkers, WORKER_CONCURRENCY, WORKERS } from './s1-throughput.ts';
 
 export interface TwoNodeFigures {
   submitRps: number;
@@ -54,7 +52,7 @@ export async function twoNodes(ctx: Ctx, store: string, secretKey: string): Prom
       concurrency: LOAD_CONCURRENCY,
       durationMs,
       warmupMs: ctx.size(500, 100),
-      request: () => ({ method: 'POST', path: `/v2/${queueEp}/run`, body: BODY, headers: AUTH }),
+      request: submitRequest(queueEp),
     });
     const submitCpuUs = ((cpu() - cpu0) / submit.answered) * 1000;
 
@@ -85,7 +83,7 @@ export async function twoNodes(ctx: Ctx, store: string, secretKey: string): Prom
       pool: target,
       concurrency: LOAD_CONCURRENCY,
       durationMs,
-      request: () => ({ method: 'POST', path: `/v2/${ep}/run`, body: BODY, headers: AUTH }),
+      request: submitRequest(ep),
     });
     const acked = performance.timeOrigin + performance.now();
     const last = await allCompleted(nodes, load.requests, 120_000);
