@@ -9,7 +9,7 @@ import { join } from 'node:path';
 
 import { afterEach, expect, it } from 'vitest';
 
-import { ECHO_TEMPLATE, workerProcesses } from '../helpers/fleet.ts';
+import { ECHO_TEMPLATE, waitUntil, workerProcesses } from '../helpers/fleet.ts';
 import { freePort, killAll, spawnProc, type Proc } from '../helpers/processes.ts';
 import { ADMIN_KEY, request, type ApiResponse } from '../helpers/server.ts';
 
@@ -91,20 +91,24 @@ it(
     };
     // Every poll has reached the server: the /runsync job is queued behind the running one (the polls were sent
     // together; a second more lets the others arrive too).
-    for (const until = Date.now() + 10_000; (await api('GET', `/v2/${ep}/health`)).json.jobs.inQueue < 2;) {
-      if (Date.now() > until) throw new Error('the /runsync job was never queued');
-      await sleep(50);
-    }
+    await waitUntil(
+      async () => (await api('GET', `/v2/${ep}/health`)).json.jobs.inQueue >= 2,
+      10_000,
+      () => 'the /runsync job to be queued',
+    );
     await sleep(1000);
 
     const sigterm = Date.now();
     server.proc.kill('SIGTERM');
     // Wait until the server has begun to shut down (/readyz says so, or nothing listens any more).
-    for (const until = Date.now() + 5_000; ; await sleep(25)) {
-      const ready = await settle(api('GET', '/readyz'));
-      if (ready instanceof Error || ready.status === 503) break;
-      if (Date.now() > until) throw new Error('the server did not begin to shut down');
-    }
+    await waitUntil(
+      async () => {
+        const ready = await settle(api('GET', '/readyz'));
+        return ready instanceof Error || ready.status === 503;
+      },
+      5_000,
+      () => 'the server to begin shutting down',
+    );
     // New work is refused at once (the worker is still finishing its job): 503 SHUTTING_DOWN or no connection.
     const refused = await Promise.all([
       settle(api('POST', `/v2/${ep}/run`, { input: { late: true } })),

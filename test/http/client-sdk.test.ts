@@ -15,6 +15,7 @@ import {
   type JobStatus,
 } from '../../src/sdk/client/index.ts';
 import { createEndpoint, startTestServer, type TestServer } from '../helpers/server.ts';
+import { waitUntil } from '../helpers/fleet.ts';
 import { killAll, spawnExampleWorker } from '../helpers/processes.ts';
 
 interface EchoIn {
@@ -398,19 +399,19 @@ describe('retries', () => {
       // The long poll holds the slot once a probe that would not hold it for long (no wait, no retries) is refused. A
       // probe that took the slot first only sends the long poll into its own retry after Retry-After.
       const probe = new WharfClient({ baseUrl: limited.url, apiKey: limited.key, retries: 0 }).endpoint(epId);
-      const deadline = Date.now() + 5000;
-      for (;;) {
-        const refused = await probe.status(id).then(
-          () => null,
-          (e: unknown) => e,
-        );
-        if (refused !== null) {
-          expect(refused).toMatchObject({ status: 429, code: 'RATE_LIMITED' });
-          break;
-        }
-        if (Date.now() > deadline) throw new Error('the long poll never held the /status slot');
-        await sleep(20);
-      }
+      let refused: unknown = null;
+      await waitUntil(
+        async () => {
+          refused = await probe.status(id).then(
+            () => null,
+            (e: unknown) => e,
+          );
+          return refused !== null;
+        },
+        5000,
+        () => 'the long poll to hold the /status slot',
+      );
+      expect(refused).toMatchObject({ status: 429, code: 'RATE_LIMITED' });
       seen.length = 0;
       const status = await e.status(id);
       expect(status).toMatchObject({ id, status: 'IN_QUEUE' });

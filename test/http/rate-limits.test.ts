@@ -7,6 +7,7 @@ import {
   type ApiResponse,
   type TestServer,
 } from '../helpers/server.ts';
+import { waitUntil } from '../helpers/fleet.ts';
 
 /** Rate limits (interface §8.2, DESIGN.md §3 "Rate limits"), with small bases configured so tests reach them. */
 
@@ -36,15 +37,6 @@ function expectLimited(res: ApiResponse): void {
   expect(Number.isInteger(retryAfter)).toBe(true);
   expect(retryAfter).toBeGreaterThanOrEqual(1);
   expect(retryAfter).toBeLessThanOrEqual(10);
-}
-
-/** Polls `condition` until it holds; fails after 5 s. */
-async function waitUntil(condition: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 async function submit(endpointId: string): Promise<string> {
@@ -110,7 +102,11 @@ describe('concurrency', () => {
       return null;
     });
     // Both are waiting server-side once a probe that holds no slot for long (wait=0) is refused.
-    await waitUntil(async () => (await stream(0)).status === 429, 'both long polls to hold their slots');
+    await waitUntil(
+      async () => (await stream(0)).status === 429,
+      5000,
+      () => 'both long polls to hold their slots',
+    );
 
     const started = Date.now();
     const third = await stream(5000);
@@ -121,7 +117,11 @@ describe('concurrency', () => {
     for (const c of held) c.abort();
     expect(await Promise.all(polls)).toEqual([null, null]); // aborted, not answered
     // The server frees a slot when it sees the connection close, long before the polls' own wait would run out.
-    await waitUntil(async () => (await stream(0)).status === 200, 'the aborted polls to free their slots');
+    await waitUntil(
+      async () => (await stream(0)).status === 200,
+      5000,
+      () => 'the aborted polls to free their slots',
+    );
   });
 });
 

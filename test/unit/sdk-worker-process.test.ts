@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
+import { waitUntil } from '../helpers/fleet.ts';
 import { FakeService } from './sdk-worker.fake-service.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -92,10 +93,11 @@ describe('example worker process', () => {
     const child = spawnExample();
     // Once the worker logged the job as taken (not merely asked for it: a stop during the take would abort the take
     // and lose the job the fake already handed out), ask it to leave while the job runs.
-    for (const deadline = Date.now() + 10_000; !/term-1.*Job taken/.test(child.stdout());) {
-      if (Date.now() > deadline) throw new Error(`term-1 was not taken: ${child.stdout()}`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await waitUntil(
+      () => /term-1.*Job taken/.test(child.stdout()),
+      10_000,
+      () => `term-1 taken: ${child.stdout()}`,
+    );
     const signalledAt = Date.now();
     child.proc.kill('SIGTERM');
     fake.push({ id: 'term-2', input: {} });
