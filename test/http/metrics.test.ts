@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startServer } from '../../src/cli/index.ts';
 import { loadConfig } from '../../src/config/index.ts';
-import { closeFleet, startFleet } from '../helpers/fleet.ts';
+import { closeFleet, startFleet, waitUntil } from '../helpers/fleet.ts';
 import { sample } from '../helpers/prometheus.ts';
 import {
   ADMIN_KEY,
@@ -203,10 +203,14 @@ describe('cold starts', () => {
       // The supervisor records a cold start on the tick that first sees the worker's lease renewed, which can come
       // just after the job's result: wait for that tick rather than race it.
       let text = '';
-      for (const deadline = Date.now() + 5000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
-        text = (await request(`${fleet.url}/metrics`, 'GET')).text;
-        if (sample(text, 'wharf_worker_cold_start_seconds_count', { endpoint: ep }) !== undefined) break;
-      }
+      await waitUntil(
+        async () => {
+          text = (await request(`${fleet.url}/metrics`, 'GET')).text;
+          return sample(text, 'wharf_worker_cold_start_seconds_count', { endpoint: ep }) !== undefined;
+        },
+        5000,
+        () => 'a cold start in /metrics',
+      );
       expect(sample(text, 'wharf_worker_cold_start_seconds_count', { endpoint: ep })).toBe(1);
       expect(sample(text, 'wharf_worker_cold_start_seconds_sum', { endpoint: ep })).toBeGreaterThan(0);
     } finally {
