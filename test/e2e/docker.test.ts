@@ -84,6 +84,15 @@ describe.skipIf(d === null)('docker executor', () => {
       20_000,
       () => 'container removed',
     );
+    // The worker's record leaves /health on the supervisor's pass after the removal: wait for it, not race it.
+    await waitUntil(
+      async () => {
+        const w = (await t.health(ep)).workers;
+        return w.idle === 0 && w.running === 0;
+      },
+      10_000,
+      () => 'no idle or running worker in /health',
+    );
     const h = await t.health(ep);
     expect(h.workers).toMatchObject({ idle: 0, running: 0 });
     expect(h.jobs).toMatchObject({ completed: 2, failed: 1, inQueue: 0, inProgress: 0 });
