@@ -7,6 +7,7 @@ import type { Pool } from 'undici';
 import { BENCH_DIR, spawnChild, type Child } from './child.ts';
 import type { Ctx } from './context.ts';
 import { makePool, send, type Answer } from './load.ts';
+import { sleep } from './stats.ts';
 
 export const ADMIN_KEY = 'wharf_bench_admin_key_0123456789abcdef';
 export const AUTH = { authorization: `Bearer ${ADMIN_KEY}` };
@@ -155,4 +156,23 @@ export async function startWharf(ctx: Ctx, name: string, o: WharfOptions = {}): 
       await child.stop();
     },
   };
+}
+
+const BODY = '{"input":{"n":1}}';
+
+/** The no-op /run submission every throughput load sends (a request builder for closedLoop). */
+export const submitRequest = (ep: string) => () => ({
+  method: 'POST' as const,
+  path: `/v2/${ep}/run`,
+  body: BODY,
+  headers: AUTH,
+});
+
+export async function waitForIdleWorkers(w: Wharf, ep: string, n: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const h = await w.api('GET', `/v2/${ep}/health`);
+    if ((h.json?.workers?.idle ?? 0) >= n) return;
+    await sleep(25);
+  }
+  throw new Error(`${n} workers did not come up on ${ep}`);
 }

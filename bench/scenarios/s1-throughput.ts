@@ -1,19 +1,28 @@
 // Scenario 1, async throughput: /run acknowledgements per second (acknowledged = committed), and end-to-end
 // completed jobs per second with N no-op TypeScript-SDK workers on long-poll batch take, with the workers in a
 // process of their own (the fair layout: the server keeps its core) and inside the server process (what a
-// single-process deployment gets: workers and server share one event loop).
+// single-process deployment gets: workers and server share one event loop). Then what idle workers cost per job
+// (s1-idle-fleet.ts).
 
 import { performance } from 'node:perf_hooks';
 import { spawnChild } from '../lib/child.ts';
 import type { Ctx, Result } from '../lib/context.ts';
 import { closedLoop } from '../lib/load.ts';
-import { pct, ratio, round, sleep, table } from '../lib/stats.ts';
-import { AUTH, profileArgs, startWharf, type ServerWindow, type Wharf } from '../lib/wharf.ts';
+import { pct, ratio, round, table } from '../lib/stats.ts';
+import {
+  AUTH,
+  profileArgs,
+  startWharf,
+  submitRequest,
+  waitForIdleWorkers,
+  type ServerWindow,
+  type Wharf,
+} from '../lib/wharf.ts';
 import { LOAD_CONCURRENCY } from './baselines.ts';
+import { idleFleet, idleFleetJson, idleFleetMarkdown } from './s1-idle-fleet.ts';
 
 export const WORKERS = 4;
 export const WORKER_CONCURRENCY = 16;
-const BODY = '{"input":{"n":1}}';
 
 export interface ThroughputFigures {
   submitRps: number;
@@ -77,7 +86,13 @@ export async function s1(ctx: Ctx): Promise<Result> {
     ctx.log('s1: end to end again with --sqlite-fsync in-commit (comparison)');
     f.e2eInCommit = await endToEndSeparate(ctx, 's1-in-commit', { sqliteFsync: 'in-commit' });
   }
-  return throughputResult(ctx, '1', 'Async throughput (SQLite store)', f);
+  const fleet = ctx.opts.tiny ? null : await idleFleet(ctx, 's1');
+  const result = throughputResult(ctx, '1', 'Async throughput (SQLite store)', f);
+  if (fleet) {
+    result.markdown += `\n\n${idleFleetMarkdown(fleet)}`;
+    Object.assign(result.json, idleFleetJson(fleet));
+  }
+  return result;
 }
 
 /** Measure submissions and end-to-end rates against a server started with `overrides` (S1; S6 with PostgreSQL). */
@@ -172,14 +187,6 @@ export async function endToEndSeparate(
   return e2e;
 }
 
-/** The no-op /run submission every throughput load sends (a request builder for closedLoop). */
-export const submitRequest = (ep: string) => () => ({
-  method: 'POST' as const,
-  path: `/v2/${ep}/run`,
-  body: BODY,
-  headers: AUTH,
-});
-
 /** The end-to-end load for `ms`, then until the last of its jobs completed: nothing of it is left for the window. */
 async function warmUp(w: Wharf, ep: string, ms: number): Promise<void> {
   if (ms <= 0) return;
@@ -221,15 +228,6 @@ async function endToEnd(w: Wharf, ep: string, durationMs: number, workerCpuMs: (
     workerCpuUs: workerCpuMs ? (hostCpu / load.requests) * 1000 : null,
     takesPerJob: takes / load.requests,
   };
-}
-
-export async function waitForIdleWorkers(w: Wharf, ep: string, n: number): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    const h = await w.api('GET', `/v2/${ep}/health`);
-    if ((h.json?.workers?.idle ?? 0) >= n) return;
-    await sleep(25);
-  }
-  throw new Error(`${n} workers did not come up on ${ep}`);
 }
 
 export function throughputResult(ctx: Ctx, id: string, title: string, f: ThroughputFigures): Result {

@@ -6,8 +6,8 @@ import { spawnChild } from '../lib/child.ts';
 import type { Ctx, Result } from '../lib/context.ts';
 import { closedLoop, type LoadResult } from '../lib/load.ts';
 import { round, Samples, table, type LatencySummary } from '../lib/stats.ts';
-import { AUTH, profileArgs, startWharf, type ServerWindow } from '../lib/wharf.ts';
-import { fsyncNote, waitForIdleWorkers } from './s1-throughput.ts';
+import { AUTH, profileArgs, startWharf, waitForIdleWorkers, type ServerWindow } from '../lib/wharf.ts';
+import { fsyncNote } from './s1-throughput.ts';
 
 type Run = {
   load: LoadResult;

@@ -10,9 +10,9 @@ import { spawnChild, type Child } from '../lib/child.ts';
 import type { Ctx } from '../lib/context.ts';
 import { closedLoop, roundRobin } from '../lib/load.ts';
 import { pct, ratio, round, sleep, table } from '../lib/stats.ts';
-import { AUTH, startWharf, type ServerWindow, type Wharf } from '../lib/wharf.ts';
+import { AUTH, startWharf, submitRequest, waitForIdleWorkers, type ServerWindow, type Wharf } from '../lib/wharf.ts';
 import { LOAD_CONCURRENCY } from './baselines.ts';
-import { submitRequest, waitForIdleWorkers, WORKER_CONCURRENCY, WORKERS } from './s1-throughput.ts';
+import { WORKER_CONCURRENCY, WORKERS } from './s1-throughput.ts';
 
 export interface TwoNodeFigures {
   submitRps: number;
