@@ -3,52 +3,84 @@
  * change committed between the read and the wait still wakes it (no lost wake-up, no busy polling).
  * Topics: `queue:<endpointId>` (jobs to take), `job:<jobId>` (status/stream changed), `stop:<workerId>` (stop orders).
  * In multi-node mode a bridge forwards publish() to the other nodes.
+ *
+ * Most wake-ups go to every waiter of a topic. One new job is different: waking every idle take of its endpoint
+ * would have each of them read the queue for one job (64 idle workers cost the server ~6× the CPU per job of one),
+ * so publishOne() wakes a single waiter — the longest-waiting of those armed with `single` — and a take that was
+ * woken that way and does not answer the wake-up with a look at the queue hands it on (Workers.take).
  */
 export interface Waiter {
   /** Resolves true when woken, false on timeout, abort or shutdown. */
   readonly promise: Promise<boolean>;
+  /** Whether it was woken (so far): a take that returns while this is true may owe a single wake-up to another. */
+  readonly woken: boolean;
   /** Stop waiting (idempotent). */
   dispose(): void;
 }
 
+type Settle = (woken: boolean) => void;
+
 export class Bus {
-  private readonly topics = new Map<string, Set<(woken: boolean) => void>>();
+  private readonly topics = new Map<string, Set<Settle>>();
+  /** The waiters a single wake-up may go to, per topic, in the order they were armed (a subset of `topics`). */
+  private readonly singles = new Map<string, Set<Settle>>();
   private readonly listeners = new Set<(topic: string) => void>();
   private closed = false;
 
-  /** Arm a waiter on a topic. Call before reading the store, then await `promise` if there was nothing. */
-  arm(topic: string, timeoutMs: number, signal?: AbortSignal): Waiter {
-    if (this.closed || signal?.aborted) return { promise: Promise.resolve(false), dispose: () => {} };
-    let settle!: (woken: boolean) => void;
+  /**
+   * Arm a waiter on a topic. Call before reading the store, then await `promise` if there was nothing. `single`:
+   * publishOne() may pick this waiter (a take that would look at the queue when woken).
+   */
+  arm(topic: string, timeoutMs: number, signal?: AbortSignal, single = false): Waiter {
+    if (this.closed || signal?.aborted) return { promise: Promise.resolve(false), woken: false, dispose: () => {} };
+    let settle!: Settle;
+    let woken = false;
     const promise = new Promise<boolean>((resolve) => {
       let done = false;
       const onAbort = (): void => settle(false);
       const timer = setTimeout(() => settle(false), Math.max(0, timeoutMs));
-      settle = (woken) => {
+      settle = (wake) => {
         if (done) return;
         done = true;
+        woken = wake;
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
-        const set = this.topics.get(topic);
-        set?.delete(settle);
-        if (set?.size === 0) this.topics.delete(topic);
-        resolve(woken);
+        remove(this.topics, topic, settle);
+        if (single) remove(this.singles, topic, settle);
+        resolve(wake);
       };
       signal?.addEventListener('abort', onAbort, { once: true });
     });
-    let set = this.topics.get(topic);
-    if (!set) {
-      set = new Set();
-      this.topics.set(topic, set);
-    }
-    set.add(settle);
-    return { promise, dispose: () => settle(false) };
+    add(this.topics, topic, settle);
+    if (single) add(this.singles, topic, settle);
+    return {
+      promise,
+      get woken() {
+        return woken;
+      },
+      dispose: () => settle(false),
+    };
   }
 
   /** Wake every waiter of the topic, here and (through listeners) on other nodes. */
   publish(topic: string): void {
     this.deliver(topic);
     for (const listener of this.listeners) listener(topic);
+  }
+
+  /**
+   * Wake one `single` waiter of the topic here — the one armed longest ago — and, through listeners, the other nodes
+   * (where it wakes every waiter: their notifications coalesce, so one may stand for many jobs).
+   */
+  publishOne(topic: string): void {
+    this.wakeOne(topic);
+    for (const listener of this.listeners) listener(topic);
+  }
+
+  /** Wake the `single` waiter of the topic armed longest ago, here only (a take handing on a wake-up it owes). */
+  wakeOne(topic: string): void {
+    const first = this.singles.get(topic)?.values().next();
+    if (first !== undefined && first.done !== true) first.value(true);
   }
 
   /** Deliver a wake-up that came from another node (not echoed to listeners). */
@@ -86,6 +118,21 @@ export class Bus {
   get isClosed(): boolean {
     return this.closed;
   }
+}
+
+function add(map: Map<string, Set<Settle>>, topic: string, settle: Settle): void {
+  let set = map.get(topic);
+  if (!set) {
+    set = new Set();
+    map.set(topic, set);
+  }
+  set.add(settle);
+}
+
+function remove(map: Map<string, Set<Settle>>, topic: string, settle: Settle): void {
+  const set = map.get(topic);
+  set?.delete(settle);
+  if (set?.size === 0) map.delete(topic);
 }
 
 export const topics = {

@@ -127,7 +127,8 @@ export class JobEngine {
       retentionMs: mode === 'async' ? RETENTION.async : waitGiven ? RETENTION.syncWithWait : RETENTION.sync,
       createdAt: now,
     });
-    this.bus.publish(topics.queue(endpoint.id));
+    // One job: one waiting take is enough (Bus.publishOne; the take hands the wake-up on if it cannot use it).
+    this.bus.publishOne(topics.queue(endpoint.id));
     this.emit({ type: 'submitted', job });
     return job;
   }
@@ -185,6 +186,9 @@ export class JobEngine {
     const purge = this.bus.arm(purgeTopic(endpointId), timeoutMs, signal);
     return {
       promise: Promise.race([own.promise, purge.promise]),
+      get woken() {
+        return own.woken || purge.woken;
+      },
       dispose: () => {
         own.dispose();
         purge.dispose();

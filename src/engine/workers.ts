@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Endpoint, Job, WorkerRecord } from '../domain/index.ts';
 import { WharfError } from '../errors/index.ts';
 import type { LeaseSweep, Store } from '../store/index.ts';
-import { topics, type Bus } from './bus.ts';
+import { topics, type Bus, type Waiter } from './bus.ts';
 import type { Clock } from './clock.ts';
 import type { JobEngine } from './engine.ts';
 import { classifyDone, streamChunks } from './worker-posts.ts';
@@ -115,19 +115,27 @@ export class WorkerGateway {
   /**
    * Long-poll for up to `max` jobs. Returns [] when none arrived in time. `worker` is the record resolveWorker just
    * read, so the first look uses it as is; later looks (after a wait) read it afresh.
+   *
+   * A new job wakes one waiting take (Bus.publishOne), not all of them, so the take that gets the wake-up must answer
+   * it with a look at the queue. One that leaves or stops looking instead — its worker retired or outdated meanwhile,
+   * the client gone, the poll over, the store failing, or jobs found by a look that read the queue before the
+   * wake-up's job was committed — hands the wake-up on to the next waiting take.
    */
   async take(worker: WorkerRecord, max: number, signal?: AbortSignal, endpointVersion?: number): Promise<Job[]> {
+    const topic = topics.queue(worker.endpointId);
     const deadline = this.clock.now() + this.opts.takeWaitMs;
-    for (let look = 0; ; look++) {
-      const waiter = this.bus.arm(topics.queue(worker.endpointId), deadline - this.clock.now(), signal);
-      try {
+    let waiter: Waiter | undefined;
+    // Woken, and no look at the queue since.
+    let owed = false;
+    try {
+      for (let look = 0; ; look++) {
         // A retired worker (it asked to be recycled) gets nothing, but is held for the full poll so it cannot spin.
         const current = worker.retired || look === 0 ? worker : ((await this.store.getWorker(worker.id)) ?? worker);
         // Renewed at every look at the queue, not only when the poll began: a poll may outlive the lease, and a job
         // must not go to a worker whose lease the sweeper already gave up on.
         await this.touch(current);
-        // A managed worker of an older endpoint version finishes what it runs but takes nothing new (rolling update).
-        // The version is read at every look: the endpoint may have changed while this poll waited.
+        // A managed worker of an older endpoint version finishes what it runs but takes nothing new (rolling
+        // update). The version is read at every look: the endpoint may have changed while this poll waited.
         // (The first look uses the version the route just read.)
         const latestVersion = !current.managed
           ? undefined
@@ -135,15 +143,26 @@ export class WorkerGateway {
             ? endpointVersion
             : ((await this.store.getEndpoint(null, worker.endpointId))?.version ?? endpointVersion);
         const outdated = latestVersion !== undefined && current.version < latestVersion;
-        if (!current.retired && !outdated && !signal?.aborted) {
+        const eligible = !current.retired && !outdated;
+        // Armed before the queue is read (a job committed in between still wakes it); only a take that will look at
+        // the queue may receive a single wake-up.
+        waiter = this.bus.arm(topic, deadline - this.clock.now(), signal, eligible);
+        if (eligible && !signal?.aborted) {
           const jobs = await this.store.takeJobs(worker.endpointId, worker.id, max, this.clock.now());
+          owed = waiter.woken;
           if (jobs.length > 0) return jobs;
         }
         if (this.clock.now() >= deadline || signal?.aborted) return [];
+        if (owed && !eligible) {
+          this.bus.wakeOne(topic);
+          owed = false;
+        }
         if (!(await waiter.promise)) return [];
-      } finally {
-        waiter.dispose();
+        owed = true;
       }
+    } finally {
+      waiter?.dispose();
+      if (owed || waiter?.woken === true) this.bus.wakeOne(topic);
     }
   }
 

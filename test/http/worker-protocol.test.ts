@@ -3,6 +3,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { waitUntil } from '../helpers/fleet.ts';
 import { createEndpoint, protocolWorker, request, startTestServer, type TestServer } from '../helpers/server.ts';
 
 const TAKE_WAIT_MS = 1000;
@@ -95,6 +96,71 @@ describe('job-take', () => {
       // One look at the queue when the poll began; nothing while it waited.
       expect(callsWhileIdle).toBeLessThanOrEqual(1);
     } finally {
+      store.takeJobs = original;
+    }
+  });
+
+  it('one submission wakes one of several waiting takes; the others go on waiting without reading the queue', async () => {
+    const ep = await createEndpoint(long);
+    const store = long.server.store;
+    const original = store.takeJobs.bind(store);
+    let takeCalls = 0;
+    store.takeJobs = (...args) => {
+      if (args[0] === ep) takeCalls++;
+      return original(...args);
+    };
+    const stop = new AbortController();
+    try {
+      const takes = Array.from({ length: 6 }, (_, i) =>
+        protocolWorker(long, ep, wid(`idle${i}`)).take(undefined, stop.signal),
+      );
+      // Each poll looks at the queue once when it begins, armed before it looks.
+      await waitUntil(() => takeCalls >= 6, 5000);
+      const id = await submit(ep, { n: 1 }, long);
+      const first = await Promise.race(takes.map((p, i) => p.then((res) => ({ i, res }))));
+      expect(first.res.status).toBe(200);
+      expect(first.res.json.id).toBe(id);
+      // Give wrongly woken polls time to look: before single wake-ups each of the five would have read the queue.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(takeCalls).toBe(7);
+      expect((await long.api('GET', `/v2/${ep}/health`)).json.jobs).toMatchObject({ inQueue: 0, inProgress: 1 });
+    } finally {
+      stop.abort();
+      store.takeJobs = original;
+    }
+  });
+
+  it('a woken take whose worker was retired meanwhile hands the wake-up on to the next waiting take', async () => {
+    const ep = await createEndpoint(long);
+    const store = long.server.store;
+    const original = store.takeJobs.bind(store);
+    let takeCalls = 0;
+    store.takeJobs = (...args) => {
+      if (args[0] === ep) takeCalls++;
+      return original(...args);
+    };
+    const stop = new AbortController();
+    try {
+      // The first poll waits longest, so the job's single wake-up goes to it.
+      const retiring = wid('retiring');
+      const first = protocolWorker(long, ep, retiring).take(undefined, stop.signal);
+      await waitUntil(() => takeCalls >= 1, 5000);
+      const second = protocolWorker(long, ep, wid('next')).take(undefined, stop.signal);
+      await waitUntil(() => takeCalls >= 2, 5000);
+      await store.touchWorker(retiring, Date.now(), { retired: true, reason: 'test' });
+      const submittedAt = Date.now();
+      const id = await submit(ep, { n: 1 }, long);
+      const res = await second;
+      // Handed on at once, not found by the second poll's timer (10 s).
+      expect(Date.now() - submittedAt).toBeLessThan(3000);
+      expect(res.status).toBe(200);
+      expect(res.json.id).toBe(id);
+      // The retired worker's poll is held (not answered) and took nothing.
+      expect(
+        await Promise.race([first.then(() => 'answered'), new Promise((r) => setTimeout(() => r('held'), 200))]),
+      ).toBe('held');
+    } finally {
+      stop.abort();
       store.takeJobs = original;
     }
   });

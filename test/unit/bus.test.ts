@@ -1,0 +1,78 @@
+// The long-poll wake-up bus (src/engine/bus.ts): broadcast wake-ups, and the single wake-up a new job sends so that
+// one idle take reads the queue instead of all of them.
+import { describe, expect, it } from 'vitest';
+import { Bus } from '../../src/engine/bus.ts';
+
+const settled = async (p: Promise<boolean>): Promise<boolean | 'pending'> =>
+  Promise.race([p, new Promise<'pending'>((r) => setTimeout(() => r('pending'), 20))]);
+
+describe('Bus', () => {
+  it('publish wakes every waiter of the topic and no other', async () => {
+    const bus = new Bus();
+    const a = bus.arm('queue:e1', 10_000);
+    const b = bus.arm('queue:e1', 10_000, undefined, true);
+    const other = bus.arm('queue:e2', 10_000, undefined, true);
+    bus.publish('queue:e1');
+    expect(await a.promise).toBe(true);
+    expect(await b.promise).toBe(true);
+    expect(a.woken && b.woken).toBe(true);
+    expect(await settled(other.promise)).toBe('pending');
+    expect(other.woken).toBe(false);
+    bus.close();
+    expect(await other.promise).toBe(false);
+  });
+
+  it('publishOne wakes only the single waiter armed longest ago, then the next one', async () => {
+    const bus = new Bus();
+    const broadcastOnly = bus.arm('queue:e1', 10_000);
+    const first = bus.arm('queue:e1', 10_000, undefined, true);
+    const second = bus.arm('queue:e1', 10_000, undefined, true);
+    bus.publishOne('queue:e1');
+    expect(await first.promise).toBe(true);
+    expect(await settled(second.promise)).toBe('pending');
+    expect(await settled(broadcastOnly.promise)).toBe('pending');
+    bus.publishOne('queue:e1');
+    expect(await second.promise).toBe(true);
+    // No single waiter left: a take armed without `single` (one that would not look at the queue) is not picked.
+    bus.publishOne('queue:e1');
+    expect(await settled(broadcastOnly.promise)).toBe('pending');
+    expect(bus.waiterCount()).toBe(1);
+    bus.close();
+  });
+
+  it('a waiter that timed out, was aborted or disposed is never picked', async () => {
+    const bus = new Bus();
+    const timedOut = bus.arm('queue:e1', 0, undefined, true);
+    const controller = new AbortController();
+    const aborted = bus.arm('queue:e1', 10_000, controller.signal, true);
+    const disposed = bus.arm('queue:e1', 10_000, undefined, true);
+    const live = bus.arm('queue:e1', 10_000, undefined, true);
+    expect(await timedOut.promise).toBe(false);
+    controller.abort();
+    expect(await aborted.promise).toBe(false);
+    disposed.dispose();
+    expect(await disposed.promise).toBe(false);
+    bus.publishOne('queue:e1');
+    expect(await live.promise).toBe(true);
+    expect([timedOut.woken, aborted.woken, disposed.woken]).toEqual([false, false, false]);
+    expect(bus.waiterCount()).toBe(0);
+  });
+
+  it('publishOne reaches the other nodes (listeners); wakeOne, a take handing its wake-up on, stays local', () => {
+    const bus = new Bus();
+    const sent: string[] = [];
+    bus.onPublish((topic) => sent.push(topic));
+    bus.publishOne('queue:e1');
+    bus.wakeOne('queue:e1');
+    bus.publish('job:j1');
+    expect(sent).toEqual(['queue:e1', 'job:j1']);
+  });
+
+  it('a wake-up delivered from another node wakes every waiter (notifications coalesce: one may stand for many jobs)', async () => {
+    const bus = new Bus();
+    const a = bus.arm('queue:e1', 10_000, undefined, true);
+    const b = bus.arm('queue:e1', 10_000, undefined, true);
+    bus.deliver('queue:e1');
+    expect([await a.promise, await b.promise]).toEqual([true, true]);
+  });
+});
