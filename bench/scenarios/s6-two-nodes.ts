@@ -12,7 +12,7 @@ import { closedLoop, roundRobin } from '../lib/load.ts';
 import { pct, ratio, round, sleep, table } from '../lib/stats.ts';
 import { AUTH, startWharf, submitRequest, waitForIdleWorkers, type ServerWindow, type Wharf } from '../lib/wharf.ts';
 import { LOAD_CONCURRENCY } from './baselines.ts';
-import { WORKER_CONCURRENCY, WORKERS } from './s1-throughput.ts';
+import { e2eWarmupMs, WORKER_CONCURRENCY, WORKERS } from './s1-throughput.ts';
 
 export interface TwoNodeFigures {
   submitRps: number;
@@ -74,6 +74,15 @@ export async function twoNodes(ctx: Ctx, store: string, secretKey: string): Prom
     });
     await Promise.all(hosts.map((h) => h.ready));
     await waitForIdleWorkers(nodes[0]!, ep, WORKERS);
+    // The same warm-up as every other end-to-end window: the same load, drained, before the measured one.
+    await Promise.all(nodes.map((n) => n.child.call('resetCompleted')));
+    const warm = await closedLoop({
+      pool: target,
+      concurrency: LOAD_CONCURRENCY,
+      durationMs: e2eWarmupMs(ctx),
+      request: submitRequest(ep),
+    });
+    await allCompleted(nodes, warm.requests, 120_000);
     await Promise.all(nodes.map((n) => n.child.call('resetCompleted')));
     const ends = await Promise.all(nodes.map((n) => n.window()));
     const hostCpu = (): number => hosts.reduce((sum, h) => sum + h.cpuMs(), 0);
