@@ -1,26 +1,27 @@
-// Scenario 1, idle fleet: what idle workers cost the server per job. /run at c=1 (one job at a time, so every job
-// finds the workers idle and waiting) with one single-slot no-op SDK worker long-polling the endpoint, then with 64;
-// server CPU per completed job. A new job wakes one waiting take (Bus.publishOne), so 64 idle workers should cost a
-// job about what one does; before that, each job woke all 64 takes and each of them read the queue.
+// Scenario 1, idle fleet: what idle workers cost the server per job. /runsync at c=1 (one job at a time, each
+// submitted when the last one completed, so every job finds the workers idle and waiting) with one single-slot no-op
+// SDK worker long-polling the endpoint, then with 64; server CPU per job. A new job wakes one waiting take
+// (Bus.publishOne), so 64 idle workers should cost a job about what one does; before that, each job woke all 64
+// takes and each of them read the queue.
 
 import { spawnChild } from '../lib/child.ts';
 import type { Ctx } from '../lib/context.ts';
 import { closedLoop } from '../lib/load.ts';
 import { ratio, round, table } from '../lib/stats.ts';
-import { AUTH, startWharf, submitRequest, waitForIdleWorkers, type Wharf } from '../lib/wharf.ts';
+import { AUTH, startWharf, waitForIdleWorkers, type Wharf } from '../lib/wharf.ts';
 
 export const IDLE_FLEET = 64;
 
 export interface IdleFleetRun {
   workers: number;
-  /** Jobs submitted (and completed) per second at c=1. */
+  /** Jobs per second, one at a time. */
   jobsPerS: number;
   serverCpuUs: number;
   workerCpuUs: number;
 }
 
 export async function idleFleet(ctx: Ctx, name: string): Promise<[IdleFleetRun, IdleFleetRun]> {
-  ctx.log(`${name}: /run at c=1 with 1, then ${IDLE_FLEET} idle single-slot workers`);
+  ctx.log(`${name}: /runsync at c=1 with 1, then ${IDLE_FLEET} idle single-slot workers`);
   return [await idleFleetRun(ctx, name, 1), await idleFleetRun(ctx, name, IDLE_FLEET)];
 }
 
@@ -54,22 +55,26 @@ async function idleFleetRun(ctx: Ctx, name: string, workers: number): Promise<Id
   };
 }
 
-/** /run at c=1 for `ms`, then until the last of those jobs completed; returns how many there were. */
+/** /runsync at c=1 for `ms` (each answer carries the completed job); returns how many jobs ran. */
 async function oneAtATime(w: Wharf, ep: string, ms: number): Promise<number> {
-  await w.child.call('resetCompleted');
-  const load = await closedLoop({ pool: w.pool, concurrency: 1, durationMs: ms, request: submitRequest(ep) });
-  await w.child.call('waitCompleted', { target: load.requests, timeoutMs: 60_000 });
+  const load = await closedLoop({
+    pool: w.pool,
+    concurrency: 1,
+    durationMs: ms,
+    request: () => ({ method: 'POST' as const, path: `/v2/${ep}/runsync`, body: '{"input":{"n":1}}', headers: AUTH }),
+  });
+  if (load.errors > 0) throw new Error(`idle fleet: ${load.errors} /runsync errors, first: ${load.firstError}`);
   return load.requests;
 }
 
 export function idleFleetMarkdown(runs: readonly IdleFleetRun[]): string {
   return [
     table(
-      ['idle workers (1 slot each), /run at c=1', 'jobs/s', 'server CPU µs per job', 'worker-host CPU µs per job'],
+      ['idle workers (1 slot each), /runsync at c=1', 'jobs/s', 'server CPU µs per job', 'worker-host CPU µs per job'],
       runs.map((r) => [r.workers, r.jobsPerS, r.serverCpuUs, r.workerCpuUs]),
     ),
     '',
-    `Idle fleet: with one job at a time every job finds the workers waiting in job-take. The server CPU per job with ` +
+    `Idle fleet: one /runsync at a time, so every job finds the workers waiting in job-take. The server CPU per job with ` +
       `${IDLE_FLEET} idle workers against one is what a wake-up costs per waiting worker (ideally 1×: a new job ` +
       'wakes one take, not all of them).',
   ].join('\n');
