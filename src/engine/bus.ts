@@ -5,9 +5,9 @@
  * In multi-node mode a bridge forwards publish() to the other nodes.
  *
  * Most wake-ups go to every waiter of a topic. One new job is different: waking every idle take of its endpoint
- * would have each of them read the queue for one job (64 idle workers cost the server ~6× the CPU per job of one),
- * so publishOne() wakes a single waiter — the longest-waiting of those armed with `single` — and a take that was
- * woken that way and does not answer the wake-up with a look at the queue hands it on (Workers.take).
+ * would have each of them read the queue for one job (64 idle workers cost the server about twice the CPU per job
+ * of one), so publishOne() wakes a single waiter — the longest-waiting of those armed with `single` — and a take
+ * that was woken that way and does not answer the wake-up with a look at the queue hands it on (WorkerGateway.take).
  */
 export interface Waiter {
   /** Resolves true when woken, false on timeout, abort or shutdown. */
