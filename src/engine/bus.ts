@@ -2,7 +2,7 @@
  * In-process wake-ups for long polls (DESIGN.md §3 "Long polls"): a waiter is armed BEFORE the store is read, so a
  * change committed between the read and the wait still wakes it (no lost wake-up, no busy polling).
  * Topics: `queue:<endpointId>` (jobs to take), `job:<jobId>` (status/stream changed), `stop:<workerId>` (stop orders).
- * In multi-node mode a bridge forwards publish() to the other nodes.
+ * In multi-node mode a bridge forwards publish() and publishOne() to the other nodes.
  *
  * Most wake-ups go to every waiter of a topic. One new job is different: waking every idle take of its endpoint
  * would have each of them read the queue for one job (64 idle workers cost the server about twice the CPU per job
@@ -19,12 +19,14 @@ export interface Waiter {
 }
 
 type Settle = (woken: boolean) => void;
+/** Told of every publish: `single` for a publishOne(). */
+export type PublishListener = (topic: string, single: boolean) => void;
 
 export class Bus {
   private readonly topics = new Map<string, Set<Settle>>();
   /** The waiters a single wake-up may go to, per topic, in the order they were armed (a subset of `topics`). */
   private readonly singles = new Map<string, Set<Settle>>();
-  private readonly listeners = new Set<(topic: string) => void>();
+  private readonly listeners = new Set<PublishListener>();
   private closed = false;
 
   /**
@@ -65,26 +67,38 @@ export class Bus {
   /** Wake every waiter of the topic, here and (through listeners) on other nodes. */
   publish(topic: string): void {
     this.deliver(topic);
-    for (const listener of this.listeners) listener(topic);
+    for (const listener of this.listeners) listener(topic, false);
   }
 
   /**
-   * Wake one `single` waiter of the topic here — the one armed longest ago — and, through listeners, the other nodes
-   * (where it wakes every waiter: their notifications coalesce, so one may stand for many jobs).
+   * Wake one `single` waiter of the topic — the one armed longest ago — here and (through listeners) on each other
+   * node.
    */
   publishOne(topic: string): void {
     this.wakeOne(topic);
-    for (const listener of this.listeners) listener(topic);
+    for (const listener of this.listeners) listener(topic, true);
   }
 
-  /** Wake the `single` waiter of the topic armed longest ago, here only (a take handing on a wake-up it owes). */
-  wakeOne(topic: string): void {
+  /**
+   * Wake the `single` waiter of the topic armed longest ago, here only (a take handing on a wake-up it owes); false
+   * when there was none.
+   */
+  wakeOne(topic: string): boolean {
     const first = this.singles.get(topic)?.values().next();
-    if (first !== undefined && first.done !== true) first.value(true);
+    if (first === undefined || first.done === true) return false;
+    first.value(true);
+    return true;
   }
 
-  /** Deliver a wake-up that came from another node (not echoed to listeners). */
-  deliver(topic: string): void {
+  /**
+   * Deliver a wake-up that came from another node (not echoed to listeners): to every waiter, or to `singles` single
+   * waiters (that many publishOne() calls there, coalesced into one notification).
+   */
+  deliver(topic: string, singles?: number): void {
+    if (singles !== undefined) {
+      for (let i = 0; i < singles && this.wakeOne(topic); i++);
+      return;
+    }
     const set = this.topics.get(topic);
     if (!set) return;
     for (const settle of [...set]) settle(true);
@@ -95,7 +109,7 @@ export class Bus {
     for (const topic of [...this.topics.keys()]) this.deliver(topic);
   }
 
-  onPublish(listener: (topic: string) => void): () => void {
+  onPublish(listener: PublishListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }

@@ -7,9 +7,10 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 
 /** The part of the engine's Bus a bridge needs (engine/bus.ts). */
 export interface ClusterBus {
-  onPublish(listener: (topic: string) => void): () => void;
-  /** Wake local waiters of a topic published on another node. */
-  deliver(topic: string): void;
+  /** Every local publish; `single` when it was meant for one waiter (Bus.publishOne). */
+  onPublish(listener: (topic: string, single: boolean) => void): () => void;
+  /** Wake local waiters of a topic published on another node: all of them, or `singles` single waiters. */
+  deliver(topic: string, singles?: number): void;
   /** Wake every local waiter: after a reconnect, wake-ups sent meanwhile may have been missed. */
   wakeAll(): void;
 }

@@ -131,6 +131,51 @@ describe.skipIf(unavailable !== null)('postgres specifics', () => {
     busB.close();
   });
 
+  it('a single wake-up (one per new job) wakes as many single waiters on another node, in a form older nodes read as a wake-up for all', async () => {
+    const schema = newSchema();
+    const a = store(schema);
+    await a.migrate();
+    const b = store(schema);
+    const [busA, busB] = [new Bus(), new Bus()];
+    await a.cluster().bridge(busA);
+    await b.cluster().bridge(busB);
+    // What goes over the wire, as a node of any version would receive it.
+    const raw = new pg.Client({ connectionString: PG_URL });
+    await raw.connect();
+    const payloads: string[] = [];
+    raw.on('notification', (msg) => payloads.push(msg.payload ?? ''));
+    await raw.query(`LISTEN "wharf.${schema}"`);
+    try {
+      const passive = busB.arm('queue:q1', 10_000);
+      const singles = [1, 2, 3].map(() => busB.arm('queue:q1', 10_000, undefined, true));
+      const woken = () => singles.filter((w) => w.woken).length;
+      busA.publishOne('queue:q1');
+      busA.publishOne('queue:q1');
+      await until(() => woken() === 2, 5000, 'two single wake-ups on B');
+      await sleep(200);
+      expect(singles.map((w) => w.woken)).toEqual([true, true, false]);
+      expect(passive.woken).toBe(false);
+      // Each payload names the topic on a line of its own, after the `=<n>` marker an older node ignores.
+      const lines = payloads.flatMap((p) => p.split('\n').slice(1));
+      expect(lines.filter((l) => l === 'queue:q1').length).toBeGreaterThanOrEqual(1);
+      expect(lines.filter((l) => l.startsWith('=')).reduce((sum, l) => sum + Number(l.slice(1)), 0)).toBe(2);
+      // A wake-up for all still reaches everyone.
+      busA.publish('queue:q1');
+      expect(await passive.promise).toBe(true);
+      expect(await singles[2]!.promise).toBe(true);
+      // A payload from an older node (topics only) wakes every waiter; so does a marker with a count that is no count.
+      for (const payload of ['oldnode\nqueue:q2', 'oldnode\n=x\nqueue:q2']) {
+        const waiters = [busB.arm('queue:q2', 10_000, undefined, true), busB.arm('queue:q2', 10_000, undefined, true)];
+        await raw.query('SELECT pg_notify($1, $2)', [`wharf.${schema}`, payload]);
+        expect(await Promise.all(waiters.map((w) => w.promise))).toEqual([true, true]);
+      }
+    } finally {
+      await raw.end();
+      busA.close();
+      busB.close();
+    }
+  });
+
   it('elects one leader; hands over when the leader loses its connection or stops', async () => {
     const schema = newSchema();
     await store(schema).migrate();

@@ -58,21 +58,33 @@ describe('Bus', () => {
     expect(bus.waiterCount()).toBe(0);
   });
 
-  it('publishOne reaches the other nodes (listeners); wakeOne, a take handing its wake-up on, stays local', () => {
+  it('listeners (the other nodes) hear publishOne as single and publish as for all; wakeOne stays local', () => {
     const bus = new Bus();
-    const sent: string[] = [];
-    bus.onPublish((topic) => sent.push(topic));
+    const sent: Array<[string, boolean]> = [];
+    bus.onPublish((topic, single) => sent.push([topic, single]));
     bus.publishOne('queue:e1');
     bus.wakeOne('queue:e1');
     bus.publish('job:j1');
-    expect(sent).toEqual(['queue:e1', 'job:j1']);
+    expect(sent).toEqual([
+      ['queue:e1', true],
+      ['job:j1', false],
+    ]);
   });
 
-  it('a wake-up delivered from another node wakes every waiter (notifications coalesce: one may stand for many jobs)', async () => {
+  it('a wake-up from another node reaches every waiter, or as many single waiters as it names', async () => {
     const bus = new Bus();
-    const a = bus.arm('queue:e1', 10_000, undefined, true);
-    const b = bus.arm('queue:e1', 10_000, undefined, true);
+    const broadcastOnly = bus.arm('queue:e1', 10_000);
+    const singles = [1, 2, 3].map(() => bus.arm('queue:e1', 10_000, undefined, true));
+    bus.deliver('queue:e1', 2);
+    expect(await singles[0]!.promise).toBe(true);
+    expect(await singles[1]!.promise).toBe(true);
+    expect(await settled(singles[2]!.promise)).toBe('pending');
+    expect(await settled(broadcastOnly.promise)).toBe('pending');
+    // More than there are waiting: the rest is dropped, nothing else is woken.
+    bus.deliver('queue:e1', 5);
+    expect(await singles[2]!.promise).toBe(true);
+    expect(await settled(broadcastOnly.promise)).toBe('pending');
     bus.deliver('queue:e1');
-    expect([await a.promise, await b.promise]).toEqual([true, true]);
+    expect(await broadcastOnly.promise).toBe(true);
   });
 });

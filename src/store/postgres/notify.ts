@@ -5,16 +5,22 @@ import type { Db } from './db.ts';
 
 /** NOTIFY payloads are capped at 8000 bytes by PostgreSQL; stay well under it. */
 const MAX_PAYLOAD = 7000;
+/** In `pending`: the topic was published for every waiter (else the value counts single wake-ups). */
+const ALL = -1;
 
 /**
  * Bridges the engine's Bus across nodes with LISTEN/NOTIFY (DESIGN.md §3 "Long polls").
  *
  * Payload: `<sender>\n<topic>\n<topic>…` — the topics themselves (`queue:<endpointId>`, `job:<jobId>`, …), never job
  * data: a wake-up only tells waiters to re-read the store, which stays the single source of truth. The sender id lets
- * a node skip its own echo (it already delivered locally in Bus.publish).
+ * a node skip its own echo (it already delivered locally in Bus.publish). A topic published for single waiters
+ * (Bus.publishOne: one per new job) follows a line `=<n>`: the receiver wakes n single waiters instead of all. A node
+ * of an older version, which does not know the marker, finds no waiter on it and wakes every waiter of the topic, as
+ * it always did, so a cluster in the middle of a rolling upgrade loses no wake-up.
  *
- * Bursts coalesce: topics published while a NOTIFY is in flight are collected in a set (duplicates merge) and sent
- * together by the next one, so a thousand submissions to one endpoint cost a handful of NOTIFYs, not a thousand.
+ * Bursts coalesce: topics published while a NOTIFY is in flight are collected (duplicates merge, single wake-ups add
+ * up, a wake-up for all wins) and sent together by the next one, so a thousand submissions to one endpoint cost a
+ * handful of NOTIFYs, not a thousand.
  * Sends go through the pool; listening uses one dedicated connection, re-established (and LISTEN re-issued) when it
  * drops. After a reconnect every local waiter is woken once, since wake-ups sent meanwhile were lost.
  */
@@ -24,7 +30,8 @@ export class NotifyBridge {
   private readonly bus: ClusterBus;
   private readonly onError: (error: unknown) => void;
   private readonly sender = randomBytes(6).toString('hex');
-  private readonly pending = new Set<string>();
+  /** Topics to send: how many single wake-ups, or ALL. */
+  private readonly pending = new Map<string, number>();
   private sending: Promise<void> | undefined;
   private client: pg.Client | null = null;
   private connecting: Promise<void> | undefined;
@@ -42,7 +49,7 @@ export class NotifyBridge {
 
   /** Subscribe to local publishes and start listening; a database that is down now is retried in the background. */
   async start(): Promise<void> {
-    this.unsubscribe = this.bus.onPublish((topic) => this.send(topic));
+    this.unsubscribe = this.bus.onPublish((topic, single) => this.send(topic, single));
     await this.connect();
   }
 
@@ -105,14 +112,24 @@ export class NotifyBridge {
   }
 
   private received(payload: string): void {
-    const [sender, ...topics] = payload.split('\n');
+    const [sender, ...lines] = payload.split('\n');
     if (sender === this.sender) return;
-    for (const topic of topics) if (topic) this.bus.deliver(topic);
+    let singles: number | undefined;
+    for (const line of lines) {
+      if (line.startsWith('=')) {
+        const n = Number(line.slice(1));
+        singles = Number.isSafeInteger(n) && n > 0 ? n : undefined;
+        continue;
+      }
+      if (line) this.bus.deliver(line, singles);
+      singles = undefined;
+    }
   }
 
-  private send(topic: string): void {
+  private send(topic: string, single: boolean): void {
     if (this.stopped) return;
-    this.pending.add(topic);
+    const had = this.pending.get(topic);
+    this.pending.set(topic, !single || had === ALL ? ALL : (had ?? 0) + 1);
     this.sending ??= this.flush().finally(() => {
       this.sending = undefined;
     });
@@ -122,12 +139,12 @@ export class NotifyBridge {
     // One turn of the event loop first: everything published by the requests handled in this turn joins the batch.
     await new Promise((resolve) => setImmediate(resolve));
     while (this.pending.size > 0) {
-      const topics = [...this.pending];
+      const entries = [...this.pending].map(([topic, n]) => (n === ALL ? topic : `=${n}\n${topic}`));
       this.pending.clear();
       const payloads: string[] = [];
       let current = this.sender;
       let bytes = current.length;
-      for (const t of topics) {
+      for (const t of entries) {
         const size = Buffer.byteLength(t) + 1;
         if (bytes + size > MAX_PAYLOAD) {
           payloads.push(current);
