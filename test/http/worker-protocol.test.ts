@@ -41,6 +41,25 @@ async function status(ep: string, id: string): Promise<any> {
   return res.json;
 }
 
+/** Counts the store's takeJobs calls for one endpoint: each is one look at its queue by a take poll. */
+function countTakes(srv: TestServer, ep: string) {
+  const store = srv.server.store;
+  const original = store.takeJobs.bind(store);
+  let calls = 0;
+  store.takeJobs = (...args) => {
+    if (args[0] === ep) calls++;
+    return original(...args);
+  };
+  return {
+    get calls() {
+      return calls;
+    },
+    restore: () => {
+      store.takeJobs = original;
+    },
+  };
+}
+
 /** An endpoint with one job taken by a fresh worker: the starting point of most result-post tests. */
 async function takenJob(input: unknown = { prompt: 'hello' }) {
   const ep = await createEndpoint(t);
@@ -74,17 +93,11 @@ describe('job-take', () => {
   it('wakes within milliseconds of a submission, without polling the store meanwhile', async () => {
     const ep = await createEndpoint(long);
     const w = protocolWorker(long, ep, wid('waker'));
-    const store = long.server.store;
-    const original = store.takeJobs.bind(store);
-    let takeCalls = 0;
-    store.takeJobs = (...args) => {
-      if (args[0] === ep) takeCalls++;
-      return original(...args);
-    };
+    const takes = countTakes(long, ep);
     try {
       const pending = w.take();
       await new Promise((r) => setTimeout(r, 400));
-      const callsWhileIdle = takeCalls;
+      const callsWhileIdle = takes.calls;
       const submittedAt = Date.now();
       const id = await submit(ep, { n: 1 }, long);
       const res = await pending;
@@ -96,58 +109,46 @@ describe('job-take', () => {
       // One look at the queue when the poll began; nothing while it waited.
       expect(callsWhileIdle).toBeLessThanOrEqual(1);
     } finally {
-      store.takeJobs = original;
+      takes.restore();
     }
   });
 
   it('one submission wakes one of several waiting takes; the others go on waiting without reading the queue', async () => {
     const ep = await createEndpoint(long);
-    const store = long.server.store;
-    const original = store.takeJobs.bind(store);
-    let takeCalls = 0;
-    store.takeJobs = (...args) => {
-      if (args[0] === ep) takeCalls++;
-      return original(...args);
-    };
+    const takes = countTakes(long, ep);
     const stop = new AbortController();
     try {
-      const takes = Array.from({ length: 6 }, (_, i) =>
+      const polls = Array.from({ length: 6 }, (_, i) =>
         protocolWorker(long, ep, wid(`idle${i}`)).take(undefined, stop.signal),
       );
       // Each poll looks at the queue once when it begins, armed before it looks.
-      await waitUntil(() => takeCalls >= 6, 5000);
+      await waitUntil(() => takes.calls >= 6, 5000);
       const id = await submit(ep, { n: 1 }, long);
-      const first = await Promise.race(takes.map((p, i) => p.then((res) => ({ i, res }))));
+      const first = await Promise.race(polls.map((p) => p.then((res) => ({ res }))));
       expect(first.res.status).toBe(200);
       expect(first.res.json.id).toBe(id);
       // Give wrongly woken polls time to look: before single wake-ups each of the five would have read the queue.
       await new Promise((r) => setTimeout(r, 300));
-      expect(takeCalls).toBe(7);
+      expect(takes.calls).toBe(7);
       expect((await long.api('GET', `/v2/${ep}/health`)).json.jobs).toMatchObject({ inQueue: 0, inProgress: 1 });
     } finally {
       stop.abort();
-      store.takeJobs = original;
+      takes.restore();
     }
   });
 
   it('a woken take whose worker was retired meanwhile hands the wake-up on to the next waiting take', async () => {
     const ep = await createEndpoint(long);
-    const store = long.server.store;
-    const original = store.takeJobs.bind(store);
-    let takeCalls = 0;
-    store.takeJobs = (...args) => {
-      if (args[0] === ep) takeCalls++;
-      return original(...args);
-    };
+    const takes = countTakes(long, ep);
     const stop = new AbortController();
     try {
       // The first poll waits longest, so the job's single wake-up goes to it.
       const retiring = wid('retiring');
       const first = protocolWorker(long, ep, retiring).take(undefined, stop.signal);
-      await waitUntil(() => takeCalls >= 1, 5000);
+      await waitUntil(() => takes.calls >= 1, 5000);
       const second = protocolWorker(long, ep, wid('next')).take(undefined, stop.signal);
-      await waitUntil(() => takeCalls >= 2, 5000);
-      await store.touchWorker(retiring, Date.now(), { retired: true, reason: 'test' });
+      await waitUntil(() => takes.calls >= 2, 5000);
+      await long.server.store.touchWorker(retiring, Date.now(), { retired: true, reason: 'test' });
       const submittedAt = Date.now();
       const id = await submit(ep, { n: 1 }, long);
       const res = await second;
@@ -161,7 +162,7 @@ describe('job-take', () => {
       ).toBe('held');
     } finally {
       stop.abort();
-      store.takeJobs = original;
+      takes.restore();
     }
   });
 
