@@ -175,7 +175,8 @@ async function endToEnd(ctx: Ctx, queue: Queue, name: string, durationMs: number
 
 /**
  * Run `fn` with Redis writing an AOF fsynced on every write, then put the configuration back. Enabling the AOF at run
- * time starts a rewrite; the run waits until it is done and the AOF is on. Returns why not when Redis refused.
+ * time schedules a rewrite (writes reach the AOF only once it is done); the run waits until it is. Returns why not
+ * when Redis refused.
  */
 async function withFsyncedAof<T>(fn: () => Promise<T>): Promise<T | string> {
   const before = {
@@ -193,7 +194,8 @@ async function withFsyncedAof<T>(fn: () => Promise<T>): Promise<T | string> {
     const deadline = Date.now() + 30_000;
     for (;;) {
       const info = await redisCommand(['INFO', 'persistence']);
-      if (/aof_enabled:1/.test(info) && /aof_rewrite_in_progress:0/.test(info)) break;
+      const rewriting = !/aof_rewrite_in_progress:0/.test(info) || !/aof_rewrite_scheduled:0/.test(info);
+      if (/aof_enabled:1/.test(info) && !rewriting) break;
       if (Date.now() > deadline) return 'the AOF did not come on within 30 s';
       await new Promise((r) => setTimeout(r, 100));
     }
