@@ -160,13 +160,15 @@ export async function startWharf(ctx: Ctx, name: string, o: WharfOptions = {}): 
 
 const BODY = '{"input":{"n":1}}';
 
-/** The no-op /run submission every throughput load sends (a request builder for closedLoop). */
-export const submitRequest = (ep: string) => () => ({
-  method: 'POST' as const,
-  path: `/v2/${ep}/run`,
-  body: BODY,
-  headers: AUTH,
-});
+/** The no-op submission every load sends, to /run or /runsync (a request builder for closedLoop). */
+export const submitRequest =
+  (ep: string, route: 'run' | 'runsync' = 'run') =>
+  () => ({
+    method: 'POST' as const,
+    path: `/v2/${ep}/${route}`,
+    body: BODY,
+    headers: AUTH,
+  });
 
 export async function waitForIdleWorkers(w: Wharf, ep: string, n: number): Promise<void> {
   for (let i = 0; i < 200; i++) {

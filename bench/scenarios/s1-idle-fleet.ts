@@ -8,7 +8,7 @@ import { spawnChild } from '../lib/child.ts';
 import type { Ctx } from '../lib/context.ts';
 import { closedLoop } from '../lib/load.ts';
 import { ratio, round, table } from '../lib/stats.ts';
-import { AUTH, startWharf, waitForIdleWorkers, type Wharf } from '../lib/wharf.ts';
+import { AUTH, startWharf, submitRequest, waitForIdleWorkers, type Wharf } from '../lib/wharf.ts';
 
 export const IDLE_FLEET = 64;
 
@@ -61,7 +61,7 @@ async function oneAtATime(w: Wharf, ep: string, ms: number): Promise<number> {
     pool: w.pool,
     concurrency: 1,
     durationMs: ms,
-    request: () => ({ method: 'POST' as const, path: `/v2/${ep}/runsync`, body: '{"input":{"n":1}}', headers: AUTH }),
+    request: submitRequest(ep, 'runsync'),
   });
   if (load.errors > 0) throw new Error(`idle fleet: ${load.errors} /runsync errors, first: ${load.firstError}`);
   return load.requests;

@@ -6,7 +6,7 @@ import { spawnChild } from '../lib/child.ts';
 import type { Ctx, Result } from '../lib/context.ts';
 import { closedLoop, type LoadResult } from '../lib/load.ts';
 import { round, Samples, table, type LatencySummary } from '../lib/stats.ts';
-import { AUTH, profileArgs, startWharf, waitForIdleWorkers, type ServerWindow } from '../lib/wharf.ts';
+import { AUTH, profileArgs, startWharf, submitRequest, waitForIdleWorkers, type ServerWindow } from '../lib/wharf.ts';
 import { fsyncNote } from './s1-throughput.ts';
 
 type Run = {
@@ -67,7 +67,7 @@ async function measure(ctx: Ctx, name: string, overrides: Record<string, unknown
       durationMs: ctx.size(concurrency === 1 ? 6000 : 5000, 400),
       // c=1 runs first on a fresh server: a longer warm-up, so that the JIT has settled (as in scenario 1).
       warmupMs: ctx.size(concurrency === 1 ? 2000 : 500, 100),
-      request: () => ({ method: 'POST', path: `/v2/${ep}/runsync`, body: '{"input":{"n":1}}', headers: AUTH }),
+      request: submitRequest(ep, 'runsync'),
       onAnswer: (a) => {
         const body = JSON.parse(a.text) as { status: string; delayTime?: number; executionTime?: number };
         if (body.status !== 'COMPLETED') throw new Error(`runsync answered ${a.text}`);

@@ -5,7 +5,7 @@
 import type { Ctx, Result } from '../lib/context.ts';
 import { closedLoop, type LoadResult } from '../lib/load.ts';
 import { mib, ratio, round, table } from '../lib/stats.ts';
-import { ADMIN_KEY, AUTH, startWharf, type Wharf } from '../lib/wharf.ts';
+import { ADMIN_KEY, AUTH, startWharf, submitRequest, type Wharf } from '../lib/wharf.ts';
 import { LOAD_CONCURRENCY } from './baselines.ts';
 
 interface Probe {
@@ -125,7 +125,7 @@ async function probe(ctx: Ctx, w: Wharf, ep: string, label: string): Promise<Pro
       concurrency,
       durationMs,
       warmupMs: ctx.size(300, 50),
-      request: () => ({ method: 'POST', path: `/v2/${ep}/run`, body: '{"input":{"n":1}}', headers: AUTH }),
+      request: submitRequest(ep),
     });
   // One job per take, by a worker that joined with the owner's key (a take that found nothing would long-poll).
   const take = await closedLoop({
