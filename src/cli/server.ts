@@ -27,7 +27,7 @@ import {
   type Executor,
   type Gpu,
 } from '../fleet/index.ts';
-import { buildApp, WINDOW_MS } from '../http/index.ts';
+import { buildApp, trackConnections, WINDOW_MS } from '../http/index.ts';
 import { WharfMetrics } from '../metrics/index.ts';
 import { openPostgresStore, openSqliteStore, type PostgresStore, type Store } from '../store/index.ts';
 import { WebhookDeliverer } from '../webhooks/index.ts';
@@ -168,6 +168,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     },
   );
   executorWarning = (message) => app.log.warn(message);
+  const connections = trackConnections(app.server);
   const sweeper = new Sweeper(engine, workers, {
     intervalMs: config.sweepIntervalMs,
     leaseMs: config.leaseMs,
@@ -250,12 +251,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       await supervisor?.stop();
       bus.close();
       // A connection that falls idle while closing (a long poll or a stream just answered) would hold the close
-      // until its keep-alive timeout (65 s): close such connections as they appear.
-      const reaper = setInterval(() => app.server.closeIdleConnections(), 100);
+      // until its keep-alive timeout (65 s): close such connections as they appear. Requests still running after the
+      // grace period are cut off.
+      const reaper = setInterval(() => connections.closeIdle(), 100);
+      const cutOff = setTimeout(() => app.server.closeAllConnections(), config.shutdownGraceMs);
       try {
         await app.close();
       } finally {
         clearInterval(reaper);
+        clearTimeout(cutOff);
       }
       // An attempt cut off here is handed back (not counted) and runs again after the restart.
       await webhooks.stop({ timeoutMs: Math.min(config.shutdownGraceMs, 1000) });

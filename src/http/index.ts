@@ -1,3 +1,4 @@
 export { buildApp, type AppOptions } from './app.ts';
 export type { AppDeps } from './context.ts';
+export { trackConnections } from './connections.ts';
 export { WINDOW_MS } from './plugins/rate-limit.ts';

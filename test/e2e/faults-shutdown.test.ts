@@ -3,7 +3,9 @@
 // and its result is stored, every long poll gets an answer (its result, or its state handed back), the process
 // exits 0 within the grace period, and no worker process is left.
 
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -11,7 +13,7 @@ import { afterEach, expect, it } from 'vitest';
 
 import { ECHO_TEMPLATE, waitUntil, workerProcesses } from '../helpers/fleet.ts';
 import { freePort, killAll, spawnProc, type Proc } from '../helpers/processes.ts';
-import { ADMIN_KEY, request, type ApiResponse } from '../helpers/server.ts';
+import { ADMIN_KEY, request, startTestServer, type ApiResponse } from '../helpers/server.ts';
 
 const GRACE_MS = 10_000;
 
@@ -166,3 +168,39 @@ it(
     console.log(JSON.stringify({ shutdown: 'sigterm', exitCode: exit.code, tookMs, workersLeft: 0 }));
   },
 );
+
+async function rawConnection(url: string): Promise<Socket> {
+  const { port } = new URL(url);
+  const socket = connect(Number(port), '127.0.0.1');
+  socket.on('error', () => {}); // reset by the closing server: expected
+  socket.resume(); // read whatever comes, to see the end
+  await once(socket, 'connect');
+  return socket;
+}
+
+it('a close is not held by a connection that never sent a request (a client pool spare)', async () => {
+  const srv = await startTestServer({ shutdownGraceMs: GRACE_MS });
+  const spare = await rawConnection(srv.url);
+  const started = Date.now();
+  await srv.close();
+  // Node counts a never-used connection as busy until its headers timeout (30 s); the close must not wait for it.
+  expect(Date.now() - started).toBeLessThan(GRACE_MS / 2);
+  await waitUntil(() => spare.destroyed || spare.readableEnded, 5000);
+});
+
+it('a request still running when the grace period ends is cut off, and the close completes', async () => {
+  const graceMs = 1000;
+  const srv = await startTestServer({ shutdownGraceMs: graceMs });
+  const slow = await rawConnection(srv.url);
+  // A body that never arrives: the request stays in flight (until the 120 s request timeout, without the grace).
+  slow.write(
+    `POST /v2/none/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"in`,
+  );
+  await sleep(200);
+  const started = Date.now();
+  await srv.close();
+  const took = Date.now() - started;
+  expect(took).toBeGreaterThanOrEqual(graceMs - 50);
+  expect(took).toBeLessThan(graceMs + 4000);
+  await waitUntil(() => slow.destroyed || slow.readableEnded, 5000);
+});
