@@ -25,3 +25,18 @@ export interface WorkerRecord {
   /** The worker asked to be recycled (stopPod), or was retired: it gets no more jobs. */
   retired: boolean;
 }
+
+/**
+ * Whether a new job may be handed straight to this worker, waiting in a take, on `endpointId` at `endpointVersion`
+ * (the store's hand-off, WorkerGateway): not retired, not of an older endpoint version when managed (rolling update),
+ * and not written off by the lease sweeper (its take revives it first, then looks at the queue itself). The
+ * PostgreSQL store states the same rule in SQL (store/postgres/jobs.ts, HAND_OFF).
+ */
+export function mayHandJobTo(worker: WorkerRecord, endpointId: string, endpointVersion: number): boolean {
+  return (
+    worker.endpointId === endpointId &&
+    !worker.retired &&
+    !(worker.managed && worker.version < endpointVersion) &&
+    !(worker.state === 'unhealthy' && worker.reason === 'lease-expired')
+  );
+}

@@ -39,6 +39,19 @@ export interface NewJob {
   createdAt: number;
 }
 
+/**
+ * A take waiting for work that a new job may go straight to (the hand-off, WorkerGateway): the store claims the job
+ * for this worker in the same transaction as its insert, when nothing older is queued for the endpoint and the worker
+ * may take work (domain mayHandJobTo, read in that transaction); otherwise the job is queued as usual.
+ */
+export interface HandTo {
+  workerId: string;
+  /** The endpoint's version as the submission read it: a managed worker of an older one takes nothing new. */
+  endpointVersion: number;
+  /** Renew the worker's lease with the claim (its take renewed it when it began waiting; throttled by the caller). */
+  touchLease: boolean;
+}
+
 /** Result of an operation fenced by the worker's hold on a job. */
 export type FencedOutcome =
   { ok: true; job: Job } | { ok: false; reason: 'not_found' } | { ok: false; reason: 'stale'; job: Job };
@@ -99,8 +112,10 @@ export interface JobStore {
    * Durable before it resolves (the job survives kill -9 and power loss from then on), except for `mode: 'sync'`
    * jobs, whose id is returned only by the /runsync answer: a store may resolve those at commit, and the caller
    * awaits `whenDurable()` before it answers.
+   * With `handTo`, the job may instead be claimed at once for that worker (IN_PROGRESS, attempt 1, started at
+   * createdAt): the returned job's status says which.
    */
-  submitJob(job: NewJob): Promise<Job>;
+  submitJob(job: NewJob, handTo?: HandTo): Promise<Job>;
   /**
    * Hand up to `max` (at most LIMITS.takeBatch) queued jobs (FIFO) to a worker: IN_PROGRESS, attempt + 1, started
    * now.

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import type { Endpoint, Template, WorkerRecord } from '../../src/domain/index.ts';
 import { ENDPOINT_DEFAULTS, LIMITS, TEMPLATE_DEFAULTS } from '../../src/domain/index.ts';
-import type { NewJob, Store } from '../../src/store/index.ts';
+import type { HandTo, NewJob, Store } from '../../src/store/index.ts';
 import { countsContract } from './contract-counts.ts';
 import { managementContract } from './contract-management.ts';
 import { requestsContract } from './contract-requests.ts';
@@ -132,6 +132,91 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         });
         expect(got?.expiresAt).toBe(T0 + 3_600_000);
         expect(await store.getJob('other-endpoint', j.id)).toBeNull();
+      });
+    });
+
+    describe('hand-off: a new job claimed for a waiting take in its own insert', () => {
+      const to = (workerId: string, over: Partial<HandTo> = {}): HandTo => ({
+        workerId,
+        endpointVersion: 1,
+        touchLease: false,
+        ...over,
+      });
+
+      it('claims the job for the worker when nothing is queued: in progress, attempt 1, held like a taken job', async () => {
+        await store.upsertWorker(worker('w1', ep));
+        const j = await store.submitJob(
+          newJob(ep, {
+            createdAt: T0 + 5,
+            policy: { executionTimeoutMs: 5_000, lowPriority: false, ttlMs: 3_600_000 },
+          }),
+          to('w1'),
+        );
+        const held = { status: 'IN_PROGRESS', attempt: 1, workerId: 'w1', queuedAt: T0 + 5, startedAt: T0 + 5 };
+        expect(j).toMatchObject(held);
+        expect(await store.getJob(ep, j.id)).toMatchObject(held);
+        expect(await store.jobCounts(ep)).toMatchObject({ inQueue: 0, inProgress: 1 });
+        expect(await store.runningByWorker(ep)).toEqual({ w1: 1 });
+        expect(await store.takeJobs(ep, 'w2', 5, T0 + 6)).toEqual([]);
+        // Its execution timeout runs from the hand-off, as for a take.
+        expect(await store.timeoutJobs(T0 + 5_004, 10)).toEqual([]);
+        expect(await store.timeoutJobs(T0 + 5_005, 10)).toMatchObject([{ job: { id: j.id }, stopWorkerId: 'w1' }]);
+      });
+
+      it('only the holder may post the result', async () => {
+        await store.upsertWorker(worker('w1', ep));
+        const j = await store.submitJob(newJob(ep), to('w1'));
+        expect((await store.finishJob(ep, j.id, 'w2', COMPLETED, T0 + 7)).ok).toBe(false);
+        expect((await store.finishJob(ep, j.id, 'w1', COMPLETED, T0 + 7)).ok).toBe(true);
+      });
+
+      it('queues the job instead when an older one waits: FIFO goes first', async () => {
+        await store.upsertWorker(worker('w1', ep));
+        const older = await store.submitJob(newJob(ep, { createdAt: T0 }));
+        const newer = await store.submitJob(newJob(ep, { createdAt: T0 + 1 }), to('w1'));
+        expect(newer).toMatchObject({ status: 'IN_QUEUE', attempt: 0, workerId: null, startedAt: null });
+        expect((await store.takeJobs(ep, 'w1', 5, T0 + 2)).map((j) => j.id)).toEqual([older.id, newer.id]);
+      });
+
+      it("is not held back by a queued job whose ttl ran out, nor by another endpoint's queue", async () => {
+        await store.upsertWorker(worker('w1', ep));
+        await store.submitJob(newJob(ep, { policy: { executionTimeoutMs: 60_000, lowPriority: false, ttlMs: 10 } }));
+        await store.submitJob(newJob('other-endpoint'));
+        const j = await store.submitJob(newJob(ep, { createdAt: T0 + 10 }), to('w1'));
+        expect(j.status).toBe('IN_PROGRESS');
+      });
+
+      it('queues the job when the worker may not take work: retired, lease expired, outdated, elsewhere, unknown', async () => {
+        await store.upsertWorker(worker('retired', ep, { retired: true }));
+        await store.upsertWorker(worker('silent', ep, { state: 'unhealthy', reason: 'lease-expired' }));
+        await store.upsertWorker(worker('old', ep, { managed: true, version: 1 }));
+        await store.upsertWorker(worker('elsewhere', 'other-endpoint'));
+        for (const [id, endpointVersion] of [
+          ['retired', 1],
+          ['silent', 1],
+          ['old', 2],
+          ['elsewhere', 1],
+          ['nobody', 1],
+        ] as const) {
+          const j = await store.submitJob(newJob(ep), to(id, { endpointVersion }));
+          expect({ id, status: j.status, workerId: j.workerId }).toEqual({ id, status: 'IN_QUEUE', workerId: null });
+          await store.purgeQueue(ep, T0);
+        }
+        // A worker unhealthy for another reason (its own report) still gets work, as a take would give it; an
+        // unmanaged worker is never outdated.
+        await store.upsertWorker(worker('reported', ep, { state: 'unhealthy', reason: 'fitness-check-failed' }));
+        expect((await store.submitJob(newJob(ep), to('reported', { endpointVersion: 9 }))).status).toBe('IN_PROGRESS');
+      });
+
+      it("renews the worker's lease with the claim when asked, and only with a claim", async () => {
+        await store.upsertWorker(worker('w1', ep, { lastSeenAt: T0 }));
+        await store.upsertWorker(worker('retired', ep, { lastSeenAt: T0, retired: true }));
+        await store.submitJob(newJob(ep, { createdAt: T0 + 500 }), to('w1', { touchLease: true }));
+        expect((await store.getWorker('w1'))?.lastSeenAt).toBe(T0 + 500);
+        await store.submitJob(newJob(ep, { createdAt: T0 + 600 }), to('w1'));
+        expect((await store.getWorker('w1'))?.lastSeenAt).toBe(T0 + 500);
+        await store.submitJob(newJob(ep, { createdAt: T0 + 700 }), to('retired', { touchLease: true }));
+        expect((await store.getWorker('retired'))?.lastSeenAt).toBe(T0);
       });
     });
 

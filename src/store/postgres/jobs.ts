@@ -1,5 +1,6 @@
 import { resultsExpireAt, takeBatchSize, type Job, type TombstoneReason } from '../../domain/index.ts';
-import type { FencedOutcome, JobStore, NewJob } from '../types.ts';
+import { newJobRecord } from '../new-job.ts';
+import type { FencedOutcome, HandTo, JobStore, NewJob } from '../types.ts';
 import type { Conn, Db } from './db.ts';
 import { byQueueOrder, toJob, type JobRow } from './rows.ts';
 import { enqueueWebhooks } from './webhooks.ts';
@@ -41,6 +42,31 @@ export async function clearStreams(c: Conn, jobIds: string[]): Promise<void> {
   await c.query('DELETE FROM stream_cursors WHERE job_id = ANY($1)', [jobIds]);
 }
 
+const SUBMIT = `INSERT INTO jobs (id, endpoint_id, status, input, webhook, policy, policy_given, policy_json,
+    low_priority, execution_timeout_ms, ttl_ms, s3_config, mode, retention_ms, created_at, queued_at, expires_at)
+  VALUES ($1, $2, 'IN_QUEUE', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)`;
+
+/**
+ * The hand-off (store/types.ts HandTo): the worker ($16) gets the job when it may take work — domain mayHandJobTo,
+ * in SQL — and nothing is queued for the endpoint; the lease renewal ($18) runs only with a claim. One statement:
+ * the reads and the insert share its snapshot.
+ */
+const HAND_OFF = `SELECT w.id FROM workers w
+  WHERE w.id = $16 AND w.endpoint_id = $2 AND NOT w.retired AND NOT (w.managed AND w.version < $17)
+    AND NOT (w.state = 'unhealthy' AND w.reason IS NOT DISTINCT FROM 'lease-expired')
+    AND NOT EXISTS (SELECT 1 FROM jobs q WHERE q.endpoint_id = $2 AND q.status = 'IN_QUEUE' AND q.expires_at > $14)`;
+
+const SUBMIT_HANDED = `WITH hand AS (${HAND_OFF}),
+  touched AS (UPDATE workers SET last_seen_at = GREATEST(last_seen_at, $14) WHERE $18 AND id IN (SELECT id FROM hand))
+  INSERT INTO jobs (id, endpoint_id, status, input, webhook, policy, policy_given, policy_json, low_priority,
+    execution_timeout_ms, ttl_ms, s3_config, mode, retention_ms, created_at, queued_at, expires_at,
+    attempt, worker_id, started_at, deadline_at)
+  SELECT $1, $2, CASE WHEN h.id IS NULL THEN 'IN_QUEUE' ELSE 'IN_PROGRESS' END, $3, $4, $5, $6, $7, $8, $9, $10,
+    $11, $12, $13, $14, $14, $15, CASE WHEN h.id IS NULL THEN 0 ELSE 1 END, h.id,
+    CASE WHEN h.id IS NULL THEN NULL ELSE $14 END, CASE WHEN h.id IS NULL THEN NULL ELSE $14 + $9 END
+  FROM (SELECT 1) AS one LEFT JOIN hand h ON TRUE
+  RETURNING worker_id`;
+
 type JobVerbs = Pick<
   JobStore,
   | 'submitJob'
@@ -59,54 +85,36 @@ type JobVerbs = Pick<
 
 export function jobVerbs(db: Db): JobVerbs {
   return {
-    async submitJob(j: NewJob) {
-      const expiresAt = j.createdAt + j.policy.ttlMs;
+    async submitJob(j: NewJob, handTo?: HandTo) {
+      const params = [
+        j.id,
+        j.endpointId,
+        j.inputJson,
+        j.webhook,
+        JSON.stringify(j.policy),
+        j.policyGiven,
+        j.policyJson ?? null,
+        j.policy.lowPriority,
+        j.policy.executionTimeoutMs,
+        j.policy.ttlMs,
+        j.s3ConfigJson,
+        j.mode,
+        j.retentionMs,
+        j.createdAt,
+        j.createdAt + j.policy.ttlMs,
+      ];
       // One statement, committed before it resolves: acknowledged means durable (DESIGN.md §1 principle 2).
-      await db.query(
-        `INSERT INTO jobs (id, endpoint_id, status, input, webhook, policy, policy_given, policy_json, low_priority,
-           execution_timeout_ms, ttl_ms, s3_config, mode, retention_ms, created_at, queued_at, expires_at)
-         VALUES ($1, $2, 'IN_QUEUE', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)`,
-        [
-          j.id,
-          j.endpointId,
-          j.inputJson,
-          j.webhook,
-          JSON.stringify(j.policy),
-          j.policyGiven,
-          j.policyJson ?? null,
-          j.policy.lowPriority,
-          j.policy.executionTimeoutMs,
-          j.policy.ttlMs,
-          j.s3ConfigJson,
-          j.mode,
-          j.retentionMs,
-          j.createdAt,
-          expiresAt,
-        ],
-      );
-      return {
-        id: j.id,
-        endpointId: j.endpointId,
-        status: 'IN_QUEUE',
-        inputJson: j.inputJson,
-        webhook: j.webhook,
-        policy: j.policy,
-        policyGiven: j.policyGiven,
-        policyJson: j.policyJson ?? null,
-        s3ConfigJson: j.s3ConfigJson,
-        mode: j.mode,
-        retentionMs: j.retentionMs,
-        createdAt: j.createdAt,
-        queuedAt: j.createdAt,
-        startedAt: null,
-        completedAt: null,
-        expiresAt,
-        attempt: 0,
-        retries: 0,
-        workerId: null,
-        outputJson: null,
-        errorJson: null,
-      };
+      if (handTo === undefined) {
+        await db.query(SUBMIT, params);
+        return newJobRecord(j, null);
+      }
+      const [row] = await db.query<{ worker_id: string | null }>(SUBMIT_HANDED, [
+        ...params,
+        handTo.workerId,
+        handTo.endpointVersion,
+        handTo.touchLease,
+      ]);
+      return newJobRecord(j, row?.worker_id ?? null);
     },
 
     async takeJobs(endpointId, workerId, max, now) {

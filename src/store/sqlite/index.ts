@@ -13,7 +13,9 @@ import type {
   WorkerResult,
   WorkerState,
 } from '../../domain/index.ts';
+import { mayHandJobTo } from '../../domain/index.ts';
 import type {
+  HandTo,
   JobListCursor,
   LeaseSweep,
   NewJob,
@@ -101,11 +103,24 @@ class SqliteStore implements Store {
   }
 
   // Jobs
-  submitJob(job: NewJob) {
+  submitJob(job: NewJob, handTo?: HandTo) {
+    const insert = () => this.jobs.submit(job, handTo === undefined ? null : this.handOffTarget(job, handTo));
     // A /runsync job's id is not returned until the call answers, which waits for whenDurable() first: its submit
     // need not wait for a sync of its own, so the worker can start while the disk catches up.
-    if (job.mode === 'sync') return this.softWrite(() => this.jobs.submit(job));
-    return this.write(() => this.jobs.submit(job));
+    if (job.mode === 'sync') return this.softWrite(insert);
+    return this.write(insert);
+  }
+  /**
+   * The worker a new job is handed to, read in the submit's transaction (so a retirement or a requeue committed
+   * before it counts): none when a job is already queued for the endpoint (it goes first) or the worker may not
+   * take work. A hand-off with `touchLease` renews the worker's lease as a take's look would.
+   */
+  private handOffTarget(job: NewJob, to: HandTo): string | null {
+    if (this.jobs.anyTakeable(job.endpointId, job.createdAt)) return null;
+    const worker = this.workers.get(to.workerId);
+    if (!worker || !mayHandJobTo(worker, job.endpointId, to.endpointVersion)) return null;
+    if (to.touchLease) this.workers.touch(worker.id, job.createdAt);
+    return worker.id;
   }
   async takeJobs(endpointId: string, workerId: string, max: number, now: number) {
     // Read first: a poll that finds the queue empty (most of them) must not cost a write transaction.

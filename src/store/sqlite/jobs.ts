@@ -18,6 +18,7 @@ import type {
   SweptJob,
 } from '../types.ts';
 import { jobCountsFrom } from '../job-counts.ts';
+import { newJobRecord } from '../new-job.ts';
 import { JOB_COLUMNS, toJob, type JobRow } from './rows.ts';
 import { statementCache } from './statements.ts';
 
@@ -40,15 +41,21 @@ export class SqliteJobs {
       JobRow | undefined;
   }
 
-  submit(j: NewJob): Job {
-    const expiresAt = j.createdAt + j.policy.ttlMs;
+  /**
+   * Insert a new job: queued, or with `handedTo` claimed at once for that worker (the hand-off; the caller checked
+   * the worker and the queue in this transaction).
+   */
+  submit(j: NewJob, handedTo: string | null = null): Job {
+    const job = newJobRecord(j, handedTo);
     this.q(
       `INSERT INTO jobs (id, endpoint_id, status, input, webhook, policy, policy_given, policy_json, low_priority,
-         execution_timeout_ms, ttl_ms, s3_config, mode, retention_ms, created_at, queued_at, expires_at)
-       VALUES (?, ?, 'IN_QUEUE', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         execution_timeout_ms, ttl_ms, s3_config, mode, retention_ms, created_at, queued_at, expires_at,
+         attempt, worker_id, started_at, deadline_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       j.id,
       j.endpointId,
+      job.status,
       j.inputJson,
       j.webhook,
       JSON.stringify(j.policy),
@@ -62,31 +69,13 @@ export class SqliteJobs {
       j.retentionMs,
       j.createdAt,
       j.createdAt,
-      expiresAt,
+      job.expiresAt,
+      job.attempt,
+      handedTo,
+      job.startedAt,
+      handedTo === null ? null : j.createdAt + j.policy.executionTimeoutMs,
     );
-    return {
-      id: j.id,
-      endpointId: j.endpointId,
-      status: 'IN_QUEUE',
-      inputJson: j.inputJson,
-      webhook: j.webhook,
-      policy: j.policy,
-      policyGiven: j.policyGiven,
-      policyJson: j.policyJson ?? null,
-      s3ConfigJson: j.s3ConfigJson,
-      mode: j.mode,
-      retentionMs: j.retentionMs,
-      createdAt: j.createdAt,
-      queuedAt: j.createdAt,
-      startedAt: null,
-      completedAt: null,
-      expiresAt,
-      attempt: 0,
-      retries: 0,
-      workerId: null,
-      outputJson: null,
-      errorJson: null,
-    };
+    return job;
   }
 
   /** Whether take would find a job (the same conditions, one index probe). */
