@@ -3,13 +3,14 @@ import {
   newJobId,
   POLICY,
   RETENTION,
+  type Endpoint,
   type Job,
   type JobPolicy,
   type SubmitMode,
   type TerminalStatus,
 } from '../domain/index.ts';
 import { WharfError } from '../errors/index.ts';
-import type { JobCounts, Store, SweptJob } from '../store/index.ts';
+import type { HandTo, JobCounts, Store, SweptJob } from '../store/index.ts';
 import { topics, type Bus, type Waiter } from './bus.ts';
 import type { Clock } from './clock.ts';
 
@@ -34,6 +35,21 @@ export type JobEvent = { type: 'submitted'; job: Job } | { type: 'requeued'; job
 export type JobEventListener = (event: JobEvent) => void;
 
 /**
+ * Takes waiting for work that a new job may be handed to straight away (the WorkerGateway registers itself): one
+ * store write, the submit's, both queues and hands out the job, instead of a submit, a wake-up and a take.
+ */
+export interface TakeHandOff {
+  /** Reserve the take of this endpoint that has waited longest, for one job; null when none waits. */
+  reserve(endpointId: string, endpointVersion: number): TakeReservation | null;
+}
+
+export interface TakeReservation {
+  readonly handTo: HandTo;
+  /** The job the submit claimed for the take's worker, or null when the store queued it instead (or failed). */
+  settle(handed: Job | null): void;
+}
+
+/**
  * The job lifecycle seen from clients: submit, wait, status, stream, cancel, retry, purge, health.
  * Every change is one store operation; after it the engine wakes the long polls that care.
  */
@@ -44,12 +60,18 @@ export class JobEngine {
   private readonly opts: EngineOptions;
   private readonly terminalListeners = new Set<TerminalListener>();
   private readonly eventListeners = new Set<JobEventListener>();
+  private handOff: TakeHandOff | null = null;
 
   constructor(store: Store, bus: Bus, clock: Clock, opts: EngineOptions) {
     this.store = store;
     this.bus = bus;
     this.clock = clock;
     this.opts = opts;
+  }
+
+  /** Where new jobs may go straight to a waiting take (see TakeHandOff). */
+  handOffTo(handOff: TakeHandOff): void {
+    this.handOff = handOff;
   }
 
   onTerminal(listener: TerminalListener): () => void {
@@ -108,27 +130,39 @@ export class JobEngine {
   }
 
   async submit(
-    endpoint: { id: string; executionTimeoutMs: number },
+    endpoint: Pick<Endpoint, 'id' | 'executionTimeoutMs' | 'version'>,
     sub: Submission,
     mode: SubmitMode,
     waitGiven = false,
   ): Promise<Job> {
     const now = this.clock.now();
-    const job = await this.store.submitJob({
-      id: newJobId(this.opts.nodeId, mode === 'sync'),
-      endpointId: endpoint.id,
-      inputJson: JSON.stringify(sub.input),
-      webhook: sub.webhook ?? null,
-      policy: this.resolvePolicy(endpoint.executionTimeoutMs, sub.policy),
-      policyGiven: sub.policy !== undefined,
-      policyJson: sub.policy === undefined ? null : JSON.stringify(sub.policy),
-      s3ConfigJson: sub.s3Config === undefined ? null : JSON.stringify(sub.s3Config),
-      mode,
-      retentionMs: mode === 'async' ? RETENTION.async : waitGiven ? RETENTION.syncWithWait : RETENTION.sync,
-      createdAt: now,
-    });
-    // One job: one waiting take is enough (Bus.publishOne; the take hands the wake-up on if it cannot use it).
-    this.bus.publishOne(topics.queue(endpoint.id));
+    const reservation = this.handOff?.reserve(endpoint.id, endpoint.version) ?? null;
+    let job: Job;
+    try {
+      job = await this.store.submitJob(
+        {
+          id: newJobId(this.opts.nodeId, mode === 'sync'),
+          endpointId: endpoint.id,
+          inputJson: JSON.stringify(sub.input),
+          webhook: sub.webhook ?? null,
+          policy: this.resolvePolicy(endpoint.executionTimeoutMs, sub.policy),
+          policyGiven: sub.policy !== undefined,
+          policyJson: sub.policy === undefined ? null : JSON.stringify(sub.policy),
+          s3ConfigJson: sub.s3Config === undefined ? null : JSON.stringify(sub.s3Config),
+          mode,
+          retentionMs: mode === 'async' ? RETENTION.async : waitGiven ? RETENTION.syncWithWait : RETENTION.sync,
+          createdAt: now,
+        },
+        reservation?.handTo,
+      );
+    } catch (error) {
+      reservation?.settle(null);
+      throw error;
+    }
+    const handed = job.status === 'IN_PROGRESS';
+    reservation?.settle(handed ? job : null);
+    // A queued job: one waiting take is enough (Bus.publishOne; the take hands the wake-up on if it cannot use it).
+    if (!handed) this.bus.publishOne(topics.queue(endpoint.id));
     this.emit({ type: 'submitted', job });
     return job;
   }

@@ -4,7 +4,7 @@ import { WharfError } from '../errors/index.ts';
 import type { LeaseSweep, Store } from '../store/index.ts';
 import { topics, type Bus, type Waiter } from './bus.ts';
 import type { Clock } from './clock.ts';
-import type { JobEngine } from './engine.ts';
+import type { JobEngine, TakeHandOff, TakeReservation } from './engine.ts';
 import { classifyDone, streamChunks } from './worker-posts.ts';
 
 export interface WorkerGatewayOptions {
@@ -18,6 +18,19 @@ export interface WorkerGatewayOptions {
 /** Lease renewals are written at most this often per worker: leases are seconds long, requests can be many. */
 const TOUCH_EVERY_MS = 1000;
 
+/** A take poll waiting for work, offered to new jobs of its endpoint (WorkerGateway.reserve). */
+interface WaitingTake {
+  workerId: string;
+  signal: AbortSignal | undefined;
+  /** Its wake-up waiter: disposed when reserved, so that no single wake-up goes to a take that will not look. */
+  waiter: Waiter;
+  /** Set when a submission reserved this take: resolves to the job claimed for it, or null (queued instead). */
+  handed: Promise<Job | null> | null;
+  /** Resolves once reserved: ends the take's wait. */
+  reserved: Promise<void>;
+  onReserved: () => void;
+}
+
 export interface PingReport {
   jobIds: string[] | null;
   unhealthy?: { check: string; reason: string } | undefined;
@@ -27,7 +40,7 @@ export interface PingReport {
  * The server side of the worker protocol (spec/worker-protocol.md §1): take, stop, done, stream, ping.
  * Fencing: a post for a job is accepted only from the worker holding its current attempt.
  */
-export class WorkerGateway {
+export class WorkerGateway implements TakeHandOff {
   private readonly store: Store;
   private readonly bus: Bus;
   private readonly clock: Clock;
@@ -36,6 +49,8 @@ export class WorkerGateway {
   private readonly lastTouch = new Map<string, number>();
   /** Workers that asked to be recycled (stopPod) or were retired by the supervisor. */
   readonly onRetire = new Set<(worker: WorkerRecord) => void>();
+  /** Takes waiting for work, per endpoint, in the order they began waiting (a Set keeps insertion order). */
+  private readonly waitingTakes = new Map<string, Set<WaitingTake>>();
 
   constructor(engine: JobEngine, opts: WorkerGatewayOptions) {
     this.engine = engine;
@@ -43,6 +58,7 @@ export class WorkerGateway {
     this.bus = engine.bus;
     this.clock = engine.clock;
     this.opts = opts;
+    engine.handOffTo(this);
   }
 
   /** How long a refused take/stop poll is held before the answer (see the worker routes): at most 5 s. */
@@ -116,8 +132,10 @@ export class WorkerGateway {
    * Long-poll for up to `max` jobs. Returns [] when none arrived in time. `worker` is the record resolveWorker just
    * read, so the first look uses it as is; later looks (after a wait) read it afresh.
    *
-   * A new job wakes one waiting take (Bus.publishOne), not all of them, so the take that gets the wake-up must answer
-   * it with a look at the queue. One that leaves or stops looking instead — its worker retired or outdated meanwhile,
+   * A new job goes straight to the take that has waited longest, when it can (reserve): the submission's own store
+   * write claims it for that take's worker, so no wake-up, queue read or second write is needed. A job that was
+   * queued instead wakes one waiting take (Bus.publishOne), not all of them, so the take that gets the wake-up must
+   * answer it with a look at the queue. One that leaves or stops looking instead — its worker retired or outdated meanwhile,
    * the client gone, the poll over, the store failing, or jobs found by a look that read the queue before the
    * wake-up's job was committed — hands the wake-up on to the next waiting take.
    */
@@ -157,13 +175,82 @@ export class WorkerGateway {
           this.bus.wakeOne(topic);
           owed = false;
         }
-        if (!(await waiter.promise)) return [];
+        const woke = eligible ? await this.waitOffered(worker, waiter, signal) : await waiter.promise;
+        if (typeof woke !== 'boolean') {
+          // A submission reserved this take. Claimed: the job is this worker's already. Queued instead (the worker
+          // may not take it, or an older job waits): look at the queue again, after this wait's wake-up, if any.
+          if (woke.handed) return [woke.handed];
+          owed ||= waiter.woken;
+          waiter.dispose();
+          continue;
+        }
+        if (!woke) return [];
         owed = true;
       }
     } finally {
       waiter?.dispose();
       if (owed || waiter?.woken === true) this.bus.wakeOne(topic);
     }
+  }
+
+  /**
+   * Wait for the waiter, offered meanwhile to new jobs of the endpoint (reserve). Resolves like the waiter, or with
+   * the outcome of a reservation: once reserved, the take waits for the submission's store write whatever happens to
+   * the waiter (a job claimed for this worker must reach it, or go back to the queue through the route's
+   * undeliverable()).
+   */
+  private async waitOffered(
+    worker: WorkerRecord,
+    waiter: Waiter,
+    signal: AbortSignal | undefined,
+  ): Promise<boolean | { handed: Job | null }> {
+    let onReserved!: () => void;
+    const reserved = new Promise<void>((resolve) => (onReserved = resolve));
+    const take: WaitingTake = { workerId: worker.id, signal, waiter, handed: null, reserved, onReserved };
+    let waiting = this.waitingTakes.get(worker.endpointId);
+    if (!waiting) this.waitingTakes.set(worker.endpointId, (waiting = new Set()));
+    waiting.add(take);
+    try {
+      await Promise.race([waiter.promise, reserved]);
+    } finally {
+      this.withdraw(worker.endpointId, take);
+    }
+    if (take.handed) return { handed: await take.handed };
+    return waiter.promise;
+  }
+
+  private withdraw(endpointId: string, take: WaitingTake): void {
+    const waiting = this.waitingTakes.get(endpointId);
+    if (waiting?.delete(take) && waiting.size === 0) this.waitingTakes.delete(endpointId);
+  }
+
+  /**
+   * TakeHandOff: reserve the take of the endpoint that has waited longest (one whose client is still there), for one
+   * new job. The store then checks, in the submit's transaction, that the worker may take it and that nothing older is
+   * queued.
+   */
+  reserve(endpointId: string, endpointVersion: number): TakeReservation | null {
+    const waiting = this.waitingTakes.get(endpointId);
+    if (!waiting) return null;
+    for (const take of waiting) {
+      this.withdraw(endpointId, take);
+      if (take.signal?.aborted === true) continue;
+      let settle!: (job: Job | null) => void;
+      take.handed = new Promise<Job | null>((resolve) => (settle = resolve));
+      take.waiter.dispose();
+      take.onReserved();
+      const now = this.clock.now();
+      // As touch(): a lease renewal at most once a second per worker.
+      const touchLease = now - (this.lastTouch.get(take.workerId) ?? 0) >= TOUCH_EVERY_MS;
+      return {
+        handTo: { workerId: take.workerId, endpointVersion, touchLease },
+        settle: (job) => {
+          if (job && touchLease) this.lastTouch.set(take.workerId, now);
+          settle(job);
+        },
+      };
+    }
+    return null;
   }
 
   /** Jobs a take handed out that could not be delivered (the worker hung up): back to the queue. */

@@ -23,7 +23,25 @@ beforeAll(async () => {
   long = await startTestServer({ takeWaitMs: LONG_WAIT_MS, stopWaitMs: LONG_WAIT_MS });
 });
 afterAll(async () => {
+  console.log(
+    'DEBUG waiting',
+    [...(long.server.workers as any).waitingTakes.entries()].map(([k, v]: any) => [k, v.size]),
+    'bus',
+    long.server.engine.bus.waiterCount(),
+  );
   await t.close();
+  console.log('DEBUG t closed');
+  for (const h of (process as any)._getActiveHandles())
+    if (h?.constructor?.name === 'Socket')
+      console.log(
+        'DEBUG socket',
+        h.localPort,
+        h.remotePort,
+        h.readyState,
+        h._httpMessage ? 'msg' : '',
+        h.parser ? 'parser' : '',
+      );
+  console.log('DEBUG long port', long.url);
   await long.close();
 });
 
@@ -113,24 +131,72 @@ describe('job-take', () => {
     }
   });
 
-  it('one submission wakes one of several waiting takes; the others go on waiting without reading the queue', async () => {
+  /** Take polls of fresh workers started one after the other, each once its first look at the queue is done. */
+  async function waitingPolls(ep: string, takes: { calls: number }, names: string[], signal: AbortSignal) {
+    const polls: Array<{ id: string; res: Promise<Awaited<ReturnType<ReturnType<typeof protocolWorker>['take']>>> }> =
+      [];
+    for (const name of names) {
+      const before = takes.calls;
+      const id = wid(name);
+      polls.push({ id, res: protocolWorker(long, ep, id).take(undefined, signal) });
+      await waitUntil(() => takes.calls > before, 5000);
+    }
+    return polls;
+  }
+
+  const answeredWithin = (p: Promise<unknown>, ms: number) =>
+    Promise.race([p.then(() => 'answered'), new Promise((r) => setTimeout(() => r('held'), ms))]);
+
+  it('a submission goes straight to the take that has waited longest: no queue read, no other take woken', async () => {
     const ep = await createEndpoint(long);
     const takes = countTakes(long, ep);
     const stop = new AbortController();
     try {
-      const polls = Array.from({ length: 6 }, (_, i) =>
-        protocolWorker(long, ep, wid(`idle${i}`)).take(undefined, stop.signal),
-      );
-      // Each poll looks at the queue once when it begins, armed before it looks.
-      await waitUntil(() => takes.calls >= 6, 5000);
+      const polls = await waitingPolls(ep, takes, ['a', 'b', 'c', 'd'], stop.signal);
+      expect(takes.calls).toBe(4);
+      const submittedAt = Date.now();
       const id = await submit(ep, { n: 1 }, long);
-      const first = await Promise.race(polls.map((p) => p.then((res) => ({ res }))));
+      const res = await polls[0]!.res;
+      expect(Date.now() - submittedAt).toBeLessThan(3000);
+      expect(res.status).toBe(200);
+      expect(res.json).toEqual({ id, input: { n: 1 } });
+      // Claimed by the submit's own write: no take read the queue, and the others still wait.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(takes.calls).toBe(4);
+      for (const p of polls.slice(1)) expect(await answeredWithin(p.res, 0)).toBe('held');
+      const job = await long.api('GET', `/v2/${ep}/status/${id}`);
+      expect(job.json).toMatchObject({ status: 'IN_PROGRESS', delayTime: 0 });
+      expect((await long.api('GET', `/v2/${ep}/health`)).json.jobs).toMatchObject({ inQueue: 0, inProgress: 1 });
+      // The worker it went to holds the job: its result is accepted.
+      const done = await protocolWorker(long, ep, polls[0]!.id).done(id, { output: { ok: true } });
+      expect(done.status).toBe(200);
+      expect((await long.api('GET', `/v2/${ep}/status/${id}`)).json).toMatchObject({ status: 'COMPLETED' });
+    } finally {
+      stop.abort();
+      takes.restore();
+    }
+  });
+
+  it('a job that cannot be handed over wakes one other waiting take; the rest go on waiting without reading the queue', async () => {
+    const ep = await createEndpoint(long);
+    const takes = countTakes(long, ep);
+    const stop = new AbortController();
+    try {
+      const polls = await waitingPolls(ep, takes, ['retiring', 'a', 'b', 'c', 'd', 'e'], stop.signal);
+      // The longest-waiting take is reserved for the job, but its worker was retired meanwhile: the store queues it.
+      await long.server.store.touchWorker(polls[0]!.id, Date.now(), { retired: true, reason: 'test' });
+      const id = await submit(ep, { n: 1 }, long);
+      const first = await Promise.race(polls.slice(1).map((p) => p.res.then((res) => ({ res, p }))));
       expect(first.res.status).toBe(200);
       expect(first.res.json.id).toBe(id);
-      // Give wrongly woken polls time to look: before single wake-ups each of the five would have read the queue.
+      expect(first.p).toBe(polls[1]);
+      // Give wrongly woken polls time to look: with a wake-up for all, each of the other four would have read the
+      // queue once more.
       await new Promise((r) => setTimeout(r, 300));
       expect(takes.calls).toBe(7);
       expect((await long.api('GET', `/v2/${ep}/health`)).json.jobs).toMatchObject({ inQueue: 0, inProgress: 1 });
+      // The retired worker's poll is held (not answered) and took nothing.
+      expect(await answeredWithin(polls[0]!.res, 0)).toBe('held');
     } finally {
       stop.abort();
       takes.restore();
@@ -142,26 +208,49 @@ describe('job-take', () => {
     const takes = countTakes(long, ep);
     const stop = new AbortController();
     try {
-      // The first poll waits longest, so the job's single wake-up goes to it.
-      const retiring = wid('retiring');
-      const first = protocolWorker(long, ep, retiring).take(undefined, stop.signal);
-      await waitUntil(() => takes.calls >= 1, 5000);
-      const second = protocolWorker(long, ep, wid('next')).take(undefined, stop.signal);
-      await waitUntil(() => takes.calls >= 2, 5000);
-      await long.server.store.touchWorker(retiring, Date.now(), { retired: true, reason: 'test' });
+      // The job is reserved for the first poll and queued (its worker is retired); its single wake-up goes to the
+      // second, whose worker is retired too: it must hand the wake-up on to the third.
+      const polls = await waitingPolls(ep, takes, ['retired1', 'retired2', 'next'], stop.signal);
+      for (const p of polls.slice(0, 2)) {
+        await long.server.store.touchWorker(p.id, Date.now(), { retired: true, reason: 'test' });
+      }
       const submittedAt = Date.now();
       const id = await submit(ep, { n: 1 }, long);
-      const res = await second;
-      // Handed on at once, not found by the second poll's timer (10 s).
+      const res = await polls[2]!.res;
+      // Handed on at once, not found by the third poll's timer (10 s).
       expect(Date.now() - submittedAt).toBeLessThan(3000);
       expect(res.status).toBe(200);
       expect(res.json.id).toBe(id);
-      // The retired worker's poll is held (not answered) and took nothing.
-      expect(
-        await Promise.race([first.then(() => 'answered'), new Promise((r) => setTimeout(() => r('held'), 200))]),
-      ).toBe('held');
+      // The retired workers' polls are held (not answered) and took nothing.
+      for (const p of polls.slice(0, 2)) expect(await answeredWithin(p.res, 200)).toBe('held');
     } finally {
       stop.abort();
+      takes.restore();
+    }
+  });
+
+  it('a reserved take answers with its job even if its client hangs up meanwhile; the route then gives it back', async () => {
+    const ep = await createEndpoint(long);
+    const takes = countTakes(long, ep);
+    const srv = long.server;
+    try {
+      const endpoint = (await srv.store.getEndpoint(null, ep))!;
+      const worker = await srv.workers.resolveWorker(endpoint, wid('reserved'), null);
+      const client = new AbortController();
+      const take = srv.workers.take(worker, 1, client.signal, endpoint.version);
+      await waitUntil(() => takes.calls >= 1, 5000);
+      // submit() reserves the waiting take before its first await; the client hangs up while the write is in flight.
+      const submitting = srv.engine.submit(endpoint, { input: { n: 2 } }, 'async');
+      client.abort();
+      const job = await submitting;
+      expect(job.status).toBe('IN_PROGRESS');
+      expect(job.workerId).toBe(worker.id);
+      // The claimed job is not dropped: the take answers with it, and the route (seeing its client gone) gives it back.
+      const got = await take;
+      expect(got.map((j) => j.id)).toEqual([job.id]);
+      await srv.workers.undeliverable(worker, got);
+      expect((await srv.store.getJob(ep, job.id))?.status).toBe('IN_QUEUE');
+    } finally {
       takes.restore();
     }
   });
