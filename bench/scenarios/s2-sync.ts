@@ -139,12 +139,14 @@ function report(ctx: Ctx, c1: Run, c50: Run, before: { c1: Run; c50: Run } | nul
     ),
     '',
     'Overhead = /runsync round trip minus the hello-world round trip at the same concurrency. delayTime = submission → ' +
-      "the worker's take; executionTime = take → the result post (the worker's round trip, the take's commit " +
-      'included); the rest of a round trip is the submit before it and the finish commit and answer after it. ' +
+      "the job's start (0 when it goes straight to a waiting take); executionTime = start → the result post (the " +
+      "submit's commit when handed over, the take's otherwise, and the worker's round trip); the rest of a round trip " +
+      'is the request before the submit and the finish commit and answer after it. ' +
       'One /runsync is four ' +
-      'HTTP exchanges on the server (the client request, the worker take it wakes, the worker result post, the answer) ' +
-      'and three group commits (submit, take, finish). Only the finish waits for its WAL fsync (off the event loop): ' +
-      "the take need not be durable and the submit's id leaves with the answer, which the finish's fsync covers. " +
+      'HTTP exchanges on the server (the client request, the answer to the waiting worker take, the worker result ' +
+      'post, the answer) and two group commits: the submit, which hands the job straight to the waiting take (claimed ' +
+      "in the insert), and the finish. Only the finish waits for its WAL fsync (off the event loop): the submit's id " +
+      "leaves with the answer, which the finish's fsync covers. " +
       'The `in-commit` rows are the same server with SQLite syncing inside each COMMIT, on the event loop (the ' +
       'behaviour before `--sqlite-fsync off-loop`), measured in the same run.',
   ].join('\n');
