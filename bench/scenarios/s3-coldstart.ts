@@ -59,7 +59,9 @@ export async function s3(ctx: Ctx): Promise<Result> {
     "Measured as the job's `delayTime` (submission → the worker's take, server clock). The cold path is: the " +
       'submission wakes the supervisor (a job for an endpoint without workers pokes it at once), the process ' +
       'executor spawns `node worker.ts`, Node starts and strips the TypeScript, the SDK long-polls job-take and gets ' +
-      'the job. A FlashBoot standby keeps its take poll open, so the job reaches it as soon as it is committed.',
+      'the job. A FlashBoot standby keeps its take poll open, so the submission hands the job straight to it, claimed ' +
+      "in the submit's own write: its delayTime is 0 by construction, and the worker has the job once that write is " +
+      'on disk (one group commit and its fsync, ~1 ms here).',
   ].join('\n');
   return {
     id: '3',
