@@ -135,9 +135,9 @@ export class WorkerGateway implements TakeHandOff {
    * A new job goes straight to the take that has waited longest, when it can (reserve): the submission's own store
    * write claims it for that take's worker, so no wake-up, queue read or second write is needed. A job that was
    * queued instead wakes one waiting take (Bus.publishOne), not all of them, so the take that gets the wake-up must
-   * answer it with a look at the queue. One that leaves or stops looking instead — its worker retired or outdated meanwhile,
-   * the client gone, the poll over, the store failing, or jobs found by a look that read the queue before the
-   * wake-up's job was committed — hands the wake-up on to the next waiting take.
+   * answer it with a look at the queue. One that leaves or stops looking instead — its worker retired or outdated
+   * meanwhile, the client gone, the poll over, the store failing, or jobs found by a look that read the queue before
+   * the wake-up's job was committed — hands the wake-up on to the next waiting take.
    */
   async take(worker: WorkerRecord, max: number, signal?: AbortSignal, endpointVersion?: number): Promise<Job[]> {
     const topic = topics.queue(worker.endpointId);
