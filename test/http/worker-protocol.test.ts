@@ -255,6 +255,49 @@ describe('job-take', () => {
     }
   });
 
+  it('under churn — takes coming and going, clients hanging up — every job completes once, none is lost', async () => {
+    const ep = await createEndpoint(long);
+    const srv = long.server;
+    const endpoint = (await srv.store.getEndpoint(null, ep))!;
+    const deliveries = new Map<string, number>();
+    const polls = new Set<AbortController>();
+    let stopping = false;
+    // Six workers, each polling again as soon as a poll ends; a third of the polls' clients hang up within 5 ms, as
+    // the take route sees it (it gives back what it could not deliver, as the route does).
+    const takers = Array.from({ length: 6 }, async (_, i) => {
+      const worker = await srv.workers.resolveWorker(endpoint, wid(`churn${i}`), null);
+      while (!stopping) {
+        const client = new AbortController();
+        polls.add(client);
+        const hangUp = i % 3 === 0 ? setTimeout(() => client.abort(), Math.random() * 5) : undefined;
+        const jobs = await srv.workers.take(worker, 1 + (i % 3), client.signal, endpoint.version);
+        clearTimeout(hangUp);
+        polls.delete(client);
+        if (client.signal.aborted) {
+          if (jobs.length > 0) await srv.workers.undeliverable(worker, jobs);
+          continue;
+        }
+        for (const job of jobs) {
+          deliveries.set(job.id, (deliveries.get(job.id) ?? 0) + 1);
+          await srv.workers.done(worker, job.id, JSON.stringify({ output: job.id }));
+        }
+      }
+    });
+    const ids: string[] = [];
+    for (let k = 0; k < 300; k++) {
+      ids.push((await srv.engine.submit(endpoint, { input: { k } }, 'async')).id);
+      if (k % 5 === 0) await new Promise((r) => setTimeout(r, Math.random() * 3));
+    }
+    await waitUntil(async () => (await srv.store.jobCounts(ep)).completed === ids.length, 20_000);
+    stopping = true;
+    for (const client of polls) client.abort();
+    await Promise.all(takers);
+    for (const id of ids) {
+      expect(await srv.store.getJob(ep, id)).toMatchObject({ status: 'COMPLETED', outputJson: JSON.stringify(id) });
+      expect(deliveries.get(id)).toBe(1);
+    }
+  });
+
   it('answers the job object with Content-Type application/json and the extras the submitter gave', async () => {
     const ep = await createEndpoint(t);
     const w = protocolWorker(t, ep, wid('w'));
