@@ -23,25 +23,7 @@ beforeAll(async () => {
   long = await startTestServer({ takeWaitMs: LONG_WAIT_MS, stopWaitMs: LONG_WAIT_MS });
 });
 afterAll(async () => {
-  console.log(
-    'DEBUG waiting',
-    [...(long.server.workers as any).waitingTakes.entries()].map(([k, v]: any) => [k, v.size]),
-    'bus',
-    long.server.engine.bus.waiterCount(),
-  );
   await t.close();
-  console.log('DEBUG t closed');
-  for (const h of (process as any)._getActiveHandles())
-    if (h?.constructor?.name === 'Socket')
-      console.log(
-        'DEBUG socket',
-        h.localPort,
-        h.remotePort,
-        h.readyState,
-        h._httpMessage ? 'msg' : '',
-        h.parser ? 'parser' : '',
-      );
-  console.log('DEBUG long port', long.url);
   await long.close();
 });
 
