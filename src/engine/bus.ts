@@ -47,14 +47,14 @@ export class Bus {
         woken = wake;
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
-        remove(this.topics, topic, settle);
-        if (single) remove(this.singles, topic, settle);
+        removeFromSetOf(this.topics, topic, settle);
+        if (single) removeFromSetOf(this.singles, topic, settle);
         resolve(wake);
       };
       signal?.addEventListener('abort', onAbort, { once: true });
     });
-    add(this.topics, topic, settle);
-    if (single) add(this.singles, topic, settle);
+    addToSetOf(this.topics, topic, settle);
+    if (single) addToSetOf(this.singles, topic, settle);
     return {
       promise,
       get woken() {
@@ -134,19 +134,20 @@ export class Bus {
   }
 }
 
-function add(map: Map<string, Set<Settle>>, topic: string, settle: Settle): void {
-  let set = map.get(topic);
+/** Add to the set of a key, creating it (a Set keeps insertion order: oldest first). */
+export function addToSetOf<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
+  let set = map.get(key);
   if (!set) {
     set = new Set();
-    map.set(topic, set);
+    map.set(key, set);
   }
-  set.add(settle);
+  set.add(value);
 }
 
-function remove(map: Map<string, Set<Settle>>, topic: string, settle: Settle): void {
-  const set = map.get(topic);
-  set?.delete(settle);
-  if (set?.size === 0) map.delete(topic);
+/** Remove from the set of a key, dropping the set once empty. */
+export function removeFromSetOf<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
+  const set = map.get(key);
+  if (set?.delete(value) && set.size === 0) map.delete(key);
 }
 
 export const topics = {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Endpoint, Job, WorkerRecord } from '../domain/index.ts';
 import { WharfError } from '../errors/index.ts';
 import type { LeaseSweep, Store } from '../store/index.ts';
-import { topics, type Bus, type Waiter } from './bus.ts';
+import { addToSetOf, removeFromSetOf, topics, type Bus, type Waiter } from './bus.ts';
 import type { Clock } from './clock.ts';
 import type { JobEngine, TakeHandOff, TakeReservation } from './engine.ts';
 import { classifyDone, streamChunks } from './worker-posts.ts';
@@ -207,21 +207,14 @@ export class WorkerGateway implements TakeHandOff {
     let onReserved!: () => void;
     const reserved = new Promise<void>((resolve) => (onReserved = resolve));
     const take: WaitingTake = { workerId: worker.id, signal, waiter, handed: null, reserved, onReserved };
-    let waiting = this.waitingTakes.get(worker.endpointId);
-    if (!waiting) this.waitingTakes.set(worker.endpointId, (waiting = new Set()));
-    waiting.add(take);
+    addToSetOf(this.waitingTakes, worker.endpointId, take);
     try {
       await Promise.race([waiter.promise, reserved]);
     } finally {
-      this.withdraw(worker.endpointId, take);
+      removeFromSetOf(this.waitingTakes, worker.endpointId, take);
     }
     if (take.handed) return { handed: await take.handed };
     return waiter.promise;
-  }
-
-  private withdraw(endpointId: string, take: WaitingTake): void {
-    const waiting = this.waitingTakes.get(endpointId);
-    if (waiting?.delete(take) && waiting.size === 0) this.waitingTakes.delete(endpointId);
   }
 
   /**
@@ -233,7 +226,7 @@ export class WorkerGateway implements TakeHandOff {
     const waiting = this.waitingTakes.get(endpointId);
     if (!waiting) return null;
     for (const take of waiting) {
-      this.withdraw(endpointId, take);
+      removeFromSetOf(this.waitingTakes, endpointId, take);
       if (take.signal?.aborted === true) continue;
       let settle!: (job: Job | null) => void;
       take.handed = new Promise<Job | null>((resolve) => (settle = resolve));
