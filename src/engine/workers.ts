@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Endpoint, Job, WorkerRecord } from '../domain/index.ts';
+import type { Endpoint, Job, WorkerRecord, WorkerResult } from '../domain/index.ts';
 import { WharfError } from '../errors/index.ts';
 import type { LeaseSweep, Store } from '../store/index.ts';
 import { addToSetOf, removeFromSetOf, topics, type Bus, type Waiter } from './bus.ts';
@@ -289,7 +289,12 @@ export class WorkerGateway implements TakeHandOff {
     }
     const res = await this.store.finishJob(worker.endpointId, jobId, worker.id, post.result, this.clock.now());
     if (post.result.stopPod) await this.retire(worker, 'stopPod');
-    if (!res.ok) throw await this.refusal(worker, jobId, res.reason);
+    if (!res.ok) {
+      // A retry of a result this worker already got accepted (its acknowledgement was lost: a dropped connection,
+      // a node restarting) is acknowledged again rather than refused, so the worker does not report a failure.
+      if (res.reason === 'stale' && alreadyRecorded(res.job, worker.id, post.result)) return;
+      throw await this.refusal(worker, jobId, res.reason);
+    }
     this.engine.jobChanged(res.job);
   }
 
@@ -367,4 +372,15 @@ export class WorkerGateway implements TakeHandOff {
   forget(workerId: string): void {
     this.lastTouch.delete(workerId);
   }
+}
+
+/** Whether the job already ended with exactly this result from this worker. */
+function alreadyRecorded(job: Job, workerId: string, result: WorkerResult): boolean {
+  return (
+    job.workerId === workerId &&
+    job.status === result.status &&
+    job.completedAt !== null &&
+    job.outputJson === result.outputJson &&
+    job.errorJson === result.errorJson
+  );
 }

@@ -166,7 +166,14 @@ describe('a superseded attempt', () => {
     const twiceA = await a.done(id, { output: 'A again' });
     const twiceB = await b.done(id, { output: 'B again' });
     expect([twiceA.status, twiceB.status]).toEqual([409, 409]);
-    expect(await status(t, ep, id)).toMatchObject({ status: 'COMPLETED', output: 'B result' });
+    const completed = await status(t, ep, id);
+    expect(completed).toMatchObject({ status: 'COMPLETED', output: 'B result' });
+    // B's retry of the very result it got accepted (its acknowledgement lost) is acknowledged again and changes
+    // nothing; the same body from A, which did not post it, is still refused.
+    const retried = await b.done(id, { output: 'B result' });
+    expect(retried.status).toBe(200);
+    expect((await a.done(id, { output: 'B result' })).status).toBe(409);
+    expect(await status(t, ep, id)).toEqual(completed);
     const after = await t.api('GET', `/v2/${ep}/health`);
     expect(after.json.jobs).toMatchObject({ completed: 1, failed: 0, retried: 1 });
   });
