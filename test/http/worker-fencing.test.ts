@@ -353,22 +353,29 @@ describe('worker identity', () => {
 
     const impostor = protocolWorker(t, ep1, wid('impostor'), key);
     const elsewhere = protocolWorker(t, ep2, me, key);
-    for (const w of [impostor, elsewhere]) {
-      // Concurrently: refused polls are held for a moment (anti-spin), and the real worker's lease must not lapse.
-      const answers = await Promise.all([
-        w.take(),
-        w.takeBatch(2),
-        w.stops(),
-        w.ping(),
-        w.done(id, { output: 'stolen' }),
-        w.stream(id, { output: 'stolen' }),
-      ]);
-      expect((await self.ping([id])).status).toBe(200);
-      for (const res of answers) {
-        expect(res.status).toBe(401);
-        expect(typeof res.json.code).toBe('string');
+    // Refused polls are held for a moment (anti-spin); meanwhile the real worker pings as the SDK does, so its lease
+    // (renewed at most once a second) never lapses however slow the machine.
+    const pings: Array<Promise<{ status: number }>> = [];
+    const pinger = setInterval(() => pings.push(self.ping([id])), 250);
+    try {
+      for (const w of [impostor, elsewhere]) {
+        const answers = await Promise.all([
+          w.take(),
+          w.takeBatch(2),
+          w.stops(),
+          w.ping(),
+          w.done(id, { output: 'stolen' }),
+          w.stream(id, { output: 'stolen' }),
+        ]);
+        for (const res of answers) {
+          expect(res.status).toBe(401);
+          expect(typeof res.json.code).toBe('string');
+        }
       }
+    } finally {
+      clearInterval(pinger);
     }
+    expect((await Promise.all(pings)).map((p) => p.status)).toEqual(pings.map(() => 200));
     // The same key on the worker's own URLs still works, and the job is untouched by the refused posts.
     expect(await status(t, ep1, id)).toMatchObject({ status: 'IN_PROGRESS', workerId: me });
     expect((await self.done(id, { output: 'mine' })).status).toBe(200);
