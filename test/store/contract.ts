@@ -232,7 +232,12 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         const done = await store.finishJob(ep, j.id, 'w1', COMPLETED, T0 + 50);
         expect(done.ok).toBe(true);
         const again = await store.finishJob(ep, j.id, 'w1', { ...COMPLETED, outputJson: '"second"' }, T0 + 60);
-        expect(again).toMatchObject({ ok: false, reason: 'stale' });
+        // A refusal carries the job as it ended, which is how a retry of the accepted result is recognised.
+        expect(again).toMatchObject({
+          ok: false,
+          reason: 'stale',
+          job: { status: 'COMPLETED', workerId: 'w1', outputJson: '{"ok":1}', errorJson: null, completedAt: T0 + 50 },
+        });
         const final = await store.getJob(ep, j.id);
         expect(final).toMatchObject({ status: 'COMPLETED', outputJson: '{"ok":1}', completedAt: T0 + 50 });
         expect((await store.finishJob(ep, 'missing', 'w1', COMPLETED, T0)).ok).toBe(false);
