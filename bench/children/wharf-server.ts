@@ -2,7 +2,7 @@
 // harness's load generator and the workers do not share its event loop. Answers the harness over IPC: memory, disk,
 // a completion counter, seeding the store, in-process SDK workers and CPU profiles of a measured window.
 
-import fs, { statSync, writeFileSync } from 'node:fs';
+import fs, { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
@@ -75,6 +75,19 @@ server.engine.onTerminal(() => {
 let workers: WorkerHandle[] = [];
 const profiler = new Session();
 
+/**
+ * Bytes this process caused to be written to storage (Linux `/proc/self/io` write_bytes: the WAL frames, checkpoints
+ * and anything else it wrote to files, not its socket traffic); NaN where the kernel does not say.
+ */
+function storageWriteBytes(): number {
+  try {
+    return Number(/\nwrite_bytes: (\d+)/.exec(readFileSync('/proc/self/io', 'utf8'))?.[1] ?? Number.NaN);
+  } catch {
+    return Number.NaN;
+  }
+}
+let writeBytesAtLastCall = storageWriteBytes();
+
 function dbBytes(): number {
   let total = 0;
   for (const suffix of ['', '-wal', '-shm']) {
@@ -93,7 +106,14 @@ serveParent(
     /** Commit counters since the last call (then reset). */
     commits: () => {
       const tail = fsyncDurations.summary();
-      const out = { ...commits, fsyncP99Ms: tail.p99, fsyncMaxMs: tail.max };
+      const written = storageWriteBytes();
+      const out = {
+        ...commits,
+        fsyncP99Ms: tail.p99,
+        fsyncMaxMs: tail.max,
+        diskWriteBytes: written - writeBytesAtLastCall,
+      };
+      writeBytesAtLastCall = written;
       for (const k of Object.keys(commits) as Array<keyof typeof commits>) commits[k] = 0;
       fsyncDurations = new Samples();
       return out;

@@ -42,6 +42,8 @@ export interface ServerWindow {
   /** The slowest 1% and the slowest of those fsyncs (NaN when there were none). */
   fsyncP99Ms: number;
   fsyncMaxMs: number;
+  /** Bytes the server wrote to storage (WAL frames and checkpoints; Linux only, NaN elsewhere). */
+  diskWriteBytes: number;
 }
 
 export interface WharfOptions {

@@ -31,6 +31,8 @@ export interface ThroughputFigures {
   /** Server CPU per acknowledged /run (µs). */
   submitCpuUs: number;
   submitWindow: ServerWindow;
+  /** /run requests answered in the submit window (what its CPU and disk figures are divided by). */
+  submitAnswered: number;
   e2eSeparate: E2E;
   e2eInProcess: E2E | null;
   /** Scenario 1 only: end to end with `--sqlite-fsync in-commit`, for comparison. */
@@ -148,6 +150,7 @@ export async function throughput(
     submitP99: submit.latency.p99,
     submitCpuUs: (submitWindow.cpuMs / submit.answered) * 1000,
     submitWindow,
+    submitAnswered: submit.answered,
     e2eSeparate: separate,
     e2eInProcess: inProcess,
   };
@@ -241,7 +244,7 @@ export function throughputResult(ctx: Ctx, id: string, title: string, f: Through
       f.submitCpuUs,
       null,
       commitNote(f.submitWindow),
-      `p50 ${round(f.submitP50)} ms, p99 ${round(f.submitP99)} ms`,
+      `p50 ${round(f.submitP50)} ms, p99 ${round(f.submitP99)} ms; ${diskNote(f.submitWindow, f.submitAnswered)}`,
     ],
     e2eRow('end to end, workers in a separate process', f.e2eSeparate, hello),
   ];
@@ -290,6 +293,8 @@ export function throughputResult(ctx: Ctx, id: string, title: string, f: Through
       e2eCommitShare: round(f.e2eSeparate.window.commitMs / f.e2eSeparate.window.wallMs),
       e2eTakesPerJob: round(f.e2eSeparate.takesPerJob),
       e2eWritesPerCommit: round(f.e2eSeparate.window.writes / f.e2eSeparate.window.commits),
+      submitDiskKiBPerJob: round(f.submitWindow.diskWriteBytes / f.submitAnswered / 1024),
+      e2eDiskKiBPerJob: round(f.e2eSeparate.window.diskWriteBytes / f.e2eSeparate.jobs / 1024),
       e2eInProcessJobsPerS: f.e2eInProcess ? round(f.e2eInProcess.jobsPerS) : null,
       e2eInCommitJobsPerS: f.e2eInCommit ? round(f.e2eInCommit.jobsPerS) : null,
       e2eInCommitServerCpuUsPerJob: f.e2eInCommit ? round(f.e2eInCommit.serverCpuUs) : null,
@@ -311,6 +316,12 @@ export function fsyncNote(w: ServerWindow): string {
   );
 }
 
+/** Storage writes per job: what each fsync has to flush (a random-key index insert alone is a page). */
+function diskNote(w: ServerWindow, jobs: number): string {
+  if (!Number.isFinite(w.diskWriteBytes)) return 'storage writes not counted';
+  return `${round(w.diskWriteBytes / jobs / 1024)} KiB written to storage per job`;
+}
+
 function commitNote(w: ServerWindow): string {
   if (w.commits === 0) return 'not counted (SQLite only)';
   return (
@@ -328,6 +339,6 @@ function e2eRow(label: string, e: E2E, hello: number): Array<string | number | n
     e.workerCpuUs,
     commitNote(e.window),
     `${e.jobs} jobs; /run ${round(e.submitRps)}/s meanwhile; drained ${round(e.drainMs)} ms after the last ack; ` +
-      `${round(e.takesPerJob)} take requests per job`,
+      `${round(e.takesPerJob)} take requests per job; ${diskNote(e.window, e.jobs)}`,
   ];
 }

@@ -107,7 +107,8 @@ function report(ctx: Ctx, c1: Run, c50: Run, before: { c1: Run; c50: Run } | nul
     r.workerCpuUs,
     `${round((r.win.commits / r.win.wallMs) * 1000)}/s, ${round(r.win.writes / r.win.commits)} writes each, ` +
       `${round(r.win.commitMs / r.win.commits)} ms each in COMMIT; ` +
-      fsyncNote(r.win),
+      fsyncNote(r.win) +
+      `; ${round(r.win.diskWriteBytes / r.load.answered / 1024)} KiB written to storage per round trip`,
   ];
   const markdown = [
     table(
@@ -176,6 +177,7 @@ function extra(r: {
   exec: LatencySummary;
   cpuUs: number;
   win: ServerWindow;
+  load: { answered: number };
 }): Record<string, number> {
   return {
     delayP50: r.delay.p50,
@@ -183,6 +185,7 @@ function extra(r: {
     executionP50: r.exec.p50,
     serverCpuUs: round(r.cpuUs),
     commitMs: round(r.win.commitMs / r.win.commits),
+    diskKiB: round(r.win.diskWriteBytes / r.load.answered / 1024),
   };
 }
 
