@@ -5,6 +5,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../src/store/index.ts';
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.ts';
+import { LIST_JOBS_BEFORE_SQL, LIST_JOBS_SQL } from '../../src/store/sqlite/requests.ts';
 import { newJob, storeContract } from './contract.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'wharf-store-'));
@@ -99,5 +100,24 @@ describe('sqlite specifics', () => {
     expect(active.length).toBe(2);
     db.close();
     await store.close();
+  });
+
+  it('lists jobs newest first by walking jobs_endpoint_created, never sorting the endpoint’s jobs', async () => {
+    // Migration 8 made the index ascending (cheaper to append to); the listing must still read it in order, backwards,
+    // so that a page costs `limit` rows at any depth instead of a sort of every job of the endpoint.
+    const path = join(dir, 'listing-plan.db');
+    const store = openSqliteStore({ path });
+    await store.migrate();
+    await store.close();
+    const db = new DatabaseSync(path);
+    const plan = (sql: string, ...params: Array<string | number>): string =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>)
+        .map((r) => r.detail)
+        .join('; ');
+    for (const p of [plan(LIST_JOBS_SQL, 'ep', 10), plan(LIST_JOBS_BEFORE_SQL, 'ep', 1, 'id', 10)]) {
+      expect(p).toMatch(/USING INDEX jobs_endpoint_created \(endpoint_id=\?/);
+      expect(p).not.toMatch(/TEMP B-TREE/);
+    }
+    db.close();
   });
 });

@@ -18,6 +18,12 @@ interface SummaryRow {
 
 const COLUMNS = 'id, status, created_at, queued_at, started_at, completed_at, worker_id, error, retries';
 
+/** The newest jobs of an endpoint first (exported for the test that checks their query plans). */
+export const LIST_JOBS_SQL = `SELECT ${COLUMNS} FROM jobs WHERE endpoint_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`;
+/** The next page after a cursor. */
+export const LIST_JOBS_BEFORE_SQL = `SELECT ${COLUMNS} FROM jobs WHERE endpoint_id = ? AND (created_at, id) < (?, ?)
+  ORDER BY created_at DESC, id DESC LIMIT ?`;
+
 /** Observability reads (store/types-requests.ts). Plain reads: they never take the write lock. */
 export class SqliteRequests {
   private readonly db: DatabaseSync;
@@ -31,14 +37,8 @@ export class SqliteRequests {
   /** Keyset pagination on (created_at, id) through the jobs_endpoint_created index: a page costs `limit` rows. */
   list(endpointId: string, limit: number, before: JobListCursor | null): JobSummary[] {
     const rows = (before
-      ? this.q(
-          `SELECT ${COLUMNS} FROM jobs WHERE endpoint_id = ? AND (created_at, id) < (?, ?)
-             ORDER BY created_at DESC, id DESC LIMIT ?`,
-        ).all(endpointId, before.createdAt, before.id, limit)
-      : this.q(`SELECT ${COLUMNS} FROM jobs WHERE endpoint_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`).all(
-          endpointId,
-          limit,
-        )) as unknown as SummaryRow[];
+      ? this.q(LIST_JOBS_BEFORE_SQL).all(endpointId, before.createdAt, before.id, limit)
+      : this.q(LIST_JOBS_SQL).all(endpointId, limit)) as unknown as SummaryRow[];
     return rows.map((r) => ({
       id: r.id,
       status: r.status as JobStatus,
