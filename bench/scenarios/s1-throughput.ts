@@ -317,9 +317,9 @@ export function fsyncNote(w: ServerWindow): string {
 }
 
 /** Storage writes per job: what each fsync has to flush (a random-key index insert alone is a page). */
-function diskNote(w: ServerWindow, jobs: number): string {
+export function diskNote(w: ServerWindow, jobs: number, per = 'job'): string {
   if (!Number.isFinite(w.diskWriteBytes)) return 'storage writes not counted';
-  return `${round(w.diskWriteBytes / jobs / 1024)} KiB written to storage per job`;
+  return `${round(w.diskWriteBytes / jobs / 1024)} KiB written to storage per ${per}`;
 }
 
 function commitNote(w: ServerWindow): string {

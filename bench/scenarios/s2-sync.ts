@@ -7,7 +7,7 @@ import type { Ctx, Result } from '../lib/context.ts';
 import { closedLoop, type LoadResult } from '../lib/load.ts';
 import { round, Samples, table, type LatencySummary } from '../lib/stats.ts';
 import { AUTH, profileArgs, startWharf, submitRequest, waitForIdleWorkers, type ServerWindow } from '../lib/wharf.ts';
-import { fsyncNote } from './s1-throughput.ts';
+import { diskNote, fsyncNote } from './s1-throughput.ts';
 
 type Run = {
   load: LoadResult;
@@ -107,8 +107,7 @@ function report(ctx: Ctx, c1: Run, c50: Run, before: { c1: Run; c50: Run } | nul
     r.workerCpuUs,
     `${round((r.win.commits / r.win.wallMs) * 1000)}/s, ${round(r.win.writes / r.win.commits)} writes each, ` +
       `${round(r.win.commitMs / r.win.commits)} ms each in COMMIT; ` +
-      fsyncNote(r.win) +
-      `; ${round(r.win.diskWriteBytes / r.load.answered / 1024)} KiB written to storage per round trip`,
+      `${fsyncNote(r.win)}; ${diskNote(r.win, r.load.answered, 'round trip')}`,
   ];
   const markdown = [
     table(
