@@ -318,7 +318,8 @@ export function fsyncNote(w: ServerWindow): string {
 
 /** Storage writes per job: what each fsync has to flush (a random-key index insert alone is a page). */
 export function diskNote(w: ServerWindow, jobs: number, per = 'job'): string {
-  if (!Number.isFinite(w.diskWriteBytes)) return 'storage writes not counted';
+  // With the PostgreSQL store (no commits counted here) the storage writes are the database server's, not Wharf's.
+  if (w.commits === 0 || !Number.isFinite(w.diskWriteBytes)) return 'storage writes not counted';
   return `${round(w.diskWriteBytes / jobs / 1024)} KiB written to storage per ${per}`;
 }
 

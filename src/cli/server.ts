@@ -308,7 +308,10 @@ async function createExecutor(
 ): Promise<Executor | null> {
   switch (config.executor) {
     case 'process':
-      return new ProcessExecutor({ stateDir: join(dataDir, 'workers') });
+      return new ProcessExecutor({
+        stateDir: join(dataDir, 'workers'),
+        compileCacheDir: join(dataDir, 'node-compile-cache'),
+      });
     case 'docker': {
       const { DockerExecutor } = await import('../fleet/executors/docker.ts');
       return new DockerExecutor({

@@ -25,6 +25,8 @@ const SCRIPTS: Record<string, string> = {
   'logs.mjs': `process.stdout.write('out one\\nout two\\n' + 'x'.repeat(${MAX_LOG_LINE} + 5000) + '\\nafter long\\ntail');
 process.stderr.write('err one\\r\\n');
 process.exitCode = 3;`,
+  'cache.mjs': `import { getCompileCacheDir } from 'node:module';
+console.log(JSON.stringify({ dir: getCompileCacheDir() ?? null }));`,
   'self-kill.mjs': `process.kill(process.pid, 'SIGKILL');`,
   'graceful.mjs': `process.on('SIGTERM', () => { console.log('got SIGTERM'); process.exit(0); });
 console.log('ready'); setInterval(() => {}, 1000);`,
@@ -184,6 +186,34 @@ describe('ProcessExecutor', () => {
     expect(seen.env.CUDA_VISIBLE_DEVICES).toBe('');
     expect(seen.env.RUNPOD_VOLUME_PATH).toBeUndefined();
     expect(seen.env.PATH).toBeTruthy();
+  });
+
+  it("keeps Node workers' compiled code in its compile cache, unless the template says otherwise", async () => {
+    const cacheDir = join(dir, 'compile-cache');
+    const ex = executor({ compileCacheDir: cacheDir });
+    // Node says what its compile cache did on stderr with NODE_DEBUG_NATIVE=COMPILE_CACHE.
+    const run = async (env: Record<string, string>): Promise<{ dir: string | null; accepted: boolean }> => {
+      const w = await start(ex, {
+        startCmd: ['node', 'cache.mjs'],
+        env: { NODE_DEBUG_NATIVE: 'COMPILE_CACHE', ...env },
+      });
+      expect(await w.exit).toEqual({ code: 0, signal: null });
+      const out = w.logs.find(([s, l]) => s === 'stdout' && l.startsWith('{'))?.[1] ?? '{}';
+      const accepted = w.logs.some(([s, l]) => s === 'stderr' && /cache\.mjs was accepted/.test(l));
+      return { dir: (JSON.parse(out) as { dir: string | null }).dir, accepted };
+    };
+    const first = await run({});
+    expect(first.dir?.startsWith(cacheDir)).toBe(true);
+    expect(first.accepted).toBe(false);
+    // The second start of the same code loads it from the cache the first one left.
+    expect(await run({})).toEqual({ dir: first.dir, accepted: true });
+    // A template's own setting wins.
+    expect((await run({ NODE_COMPILE_CACHE: join(dir, 'theirs') })).dir?.startsWith(join(dir, 'theirs'))).toBe(true);
+    expect((await run({ NODE_DISABLE_COMPILE_CACHE: '1' })).dir).toBeNull();
+    // Without a directory configured, workers get no compile cache from Wharf.
+    const plain = await start(executor(), { startCmd: ['node', 'cache.mjs'] });
+    await plain.exit;
+    expect(JSON.parse(plain.logs[0]?.[1] ?? '{}')).toEqual({ dir: null });
   });
 
   it('splits output into capped lines and reports the exit code', async () => {

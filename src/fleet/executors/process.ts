@@ -34,6 +34,14 @@ export interface ProcessExecutorOptions {
   baseEnv?: Record<string, string>;
   /** How long an orphan gets between SIGTERM and SIGKILL. */
   orphanGraceMs?: number;
+  /**
+   * Node's module compile cache for the workers (`NODE_COMPILE_CACHE`): V8 code for every module a Node worker loads,
+   * TypeScript stripped, kept on disk, so a worker started again skips most of its module loading (the SDK's import
+   * took ~0.27 s without, ~0.13 s with it). Inside the data directory (mode 0700), never a shared temporary directory:
+   * cached code is run. Workers that are not Node ignore it; a template's own env wins (`NODE_COMPILE_CACHE`, or
+   * `NODE_DISABLE_COMPILE_CACHE=1`). Default: none.
+   */
+  compileCacheDir?: string;
 }
 
 /** The directory of a `file://<dir>` image name, resolved against the server's working directory; else null. */
@@ -61,6 +69,7 @@ export class ProcessExecutor implements Executor {
   private readonly nodePath: string;
   private readonly baseEnv: Record<string, string>;
   private readonly orphanGraceMs: number;
+  private readonly compileCacheDir: string | undefined;
   private readonly running = new Map<string, Tracked>();
   private closing = false;
 
@@ -75,6 +84,7 @@ export class ProcessExecutor implements Executor {
       LANG: process.env.LANG ?? 'C.UTF-8',
     };
     this.orphanGraceMs = opts.orphanGraceMs ?? 5_000;
+    this.compileCacheDir = opts.compileCacheDir;
   }
 
   validateImage(imageName: string): string | null {
@@ -199,6 +209,7 @@ export class ProcessExecutor implements Executor {
   private workerEnv(spec: WorkerSpec): Record<string, string> {
     const env: Record<string, string> = {
       ...this.baseEnv,
+      ...(this.compileCacheDir === undefined ? {} : { NODE_COMPILE_CACHE: this.compileCacheDir }),
       ...spec.env,
       // Set last so a template cannot claim GPUs it was not given.
       CUDA_VISIBLE_DEVICES: spec.gpuIndices.join(','),
