@@ -293,8 +293,8 @@ export function throughputResult(ctx: Ctx, id: string, title: string, f: Through
       e2eCommitShare: round(f.e2eSeparate.window.commitMs / f.e2eSeparate.window.wallMs),
       e2eTakesPerJob: round(f.e2eSeparate.takesPerJob),
       e2eWritesPerCommit: round(f.e2eSeparate.window.writes / f.e2eSeparate.window.commits),
-      submitDiskKiBPerJob: round(f.submitWindow.diskWriteBytes / f.submitAnswered / 1024),
-      e2eDiskKiBPerJob: round(f.e2eSeparate.window.diskWriteBytes / f.e2eSeparate.jobs / 1024),
+      submitDiskKiBPerJob: diskKiBPer(f.submitWindow, f.submitAnswered),
+      e2eDiskKiBPerJob: diskKiBPer(f.e2eSeparate.window, f.e2eSeparate.jobs),
       e2eInProcessJobsPerS: f.e2eInProcess ? round(f.e2eInProcess.jobsPerS) : null,
       e2eInCommitJobsPerS: f.e2eInCommit ? round(f.e2eInCommit.jobsPerS) : null,
       e2eInCommitServerCpuUsPerJob: f.e2eInCommit ? round(f.e2eInCommit.serverCpuUs) : null,
@@ -316,11 +316,19 @@ export function fsyncNote(w: ServerWindow): string {
   );
 }
 
-/** Storage writes per job: what each fsync has to flush (a random-key index insert alone is a page). */
+/**
+ * KiB the server wrote to storage per job: what each fsync has to flush (a random-key index insert alone is a page).
+ * NaN when not counted: with the PostgreSQL store (no commits counted here) the storage writes are the database
+ * server's, not Wharf's, and outside Linux the kernel does not say.
+ */
+export function diskKiBPer(w: ServerWindow, jobs: number): number {
+  if (w.commits === 0 || !Number.isFinite(w.diskWriteBytes)) return Number.NaN;
+  return round(w.diskWriteBytes / jobs / 1024);
+}
+
 export function diskNote(w: ServerWindow, jobs: number, per = 'job'): string {
-  // With the PostgreSQL store (no commits counted here) the storage writes are the database server's, not Wharf's.
-  if (w.commits === 0 || !Number.isFinite(w.diskWriteBytes)) return 'storage writes not counted';
-  return `${round(w.diskWriteBytes / jobs / 1024)} KiB written to storage per ${per}`;
+  const kib = diskKiBPer(w, jobs);
+  return Number.isNaN(kib) ? 'storage writes not counted' : `${kib} KiB written to storage per ${per}`;
 }
 
 function commitNote(w: ServerWindow): string {

@@ -7,7 +7,7 @@ import type { Ctx, Result } from '../lib/context.ts';
 import { closedLoop, type LoadResult } from '../lib/load.ts';
 import { round, Samples, table, type LatencySummary } from '../lib/stats.ts';
 import { AUTH, profileArgs, startWharf, submitRequest, waitForIdleWorkers, type ServerWindow } from '../lib/wharf.ts';
-import { diskNote, fsyncNote } from './s1-throughput.ts';
+import { diskKiBPer, diskNote, fsyncNote } from './s1-throughput.ts';
 
 type Run = {
   load: LoadResult;
@@ -184,7 +184,7 @@ function extra(r: {
     executionP50: r.exec.p50,
     serverCpuUs: round(r.cpuUs),
     commitMs: round(r.win.commitMs / r.win.commits),
-    diskKiB: round(r.win.diskWriteBytes / r.load.answered / 1024),
+    diskKiB: diskKiBPer(r.win, r.load.answered),
   };
 }
 
