@@ -39,7 +39,10 @@ export type JobEventListener = (event: JobEvent) => void;
  * store write, the submit's, both queues and hands out the job, instead of a submit, a wake-up and a take.
  */
 export interface TakeHandOff {
-  /** Reserve the take of this endpoint that has waited longest, for one job; null when none waits. */
+  /**
+   * Reserve a waiting take of this endpoint for one job (in turn, the longest-waiting first; a batch take may be
+   * reserved by several submissions of one event-loop turn); null when none is on offer.
+   */
   reserve(endpointId: string, endpointVersion: number): TakeReservation | null;
 }
 

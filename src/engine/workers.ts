@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Endpoint, Job, WorkerRecord, WorkerResult } from '../domain/index.ts';
+import { takeBatchSize, type Endpoint, type Job, type WorkerRecord, type WorkerResult } from '../domain/index.ts';
 import { WharfError } from '../errors/index.ts';
 import type { LeaseSweep, Store } from '../store/index.ts';
 import { addToSetOf, removeFromSetOf, topics, type Bus, type Waiter } from './bus.ts';
@@ -22,13 +22,18 @@ const TOUCH_EVERY_MS = 1000;
 interface WaitingTake {
   workerId: string;
   signal: AbortSignal | undefined;
-  /** Its wake-up waiter: disposed when reserved, so that no single wake-up goes to a take that will not look. */
+  /** Its wake-up waiter: disposed when first reserved, so that no single wake-up goes to a take that will not look. */
   waiter: Waiter;
-  /** Set when a submission reserved this take: resolves to the job claimed for it, or null (queued instead). */
-  handed: Promise<Job | null> | null;
-  /** Resolves once reserved: ends the take's wait. */
+  /** How many more submissions may reserve it: its batch size, less the reservations so far. */
+  slots: number;
+  /** One per submission that reserved it: the job claimed for it, or null (queued instead). */
+  handed: Array<Promise<Job | null>>;
+  /** Resolves at the first reservation: ends the take's wait. */
   reserved: Promise<void>;
   onReserved: () => void;
+  /** Resolves once it takes no more reservations (slots used up, or the event-loop turn of its first one over). */
+  closed: Promise<void>;
+  onClosed: () => void;
 }
 
 export interface PingReport {
@@ -175,11 +180,11 @@ export class WorkerGateway implements TakeHandOff {
           this.bus.wakeOne(topic);
           owed = false;
         }
-        const woke = eligible ? await this.waitOffered(worker, waiter, signal) : await waiter.promise;
+        const woke = eligible ? await this.waitOffered(worker, max, waiter, signal) : await waiter.promise;
         if (typeof woke !== 'boolean') {
-          // A submission reserved this take. Claimed: the job is this worker's already. Queued instead (the worker
-          // may not take it, or an older job waits): look at the queue again, after this wait's wake-up, if any.
-          if (woke.handed) return [woke.handed];
+          // Submissions reserved this take. Claimed: the jobs are this worker's already. Queued instead (the worker
+          // may not take them, or an older job waits): look at the queue again, after this wait's wake-up, if any.
+          if (woke.handed.length > 0) return woke.handed;
           owed ||= waiter.woken;
           waiter.dispose();
           continue;
@@ -195,46 +200,76 @@ export class WorkerGateway implements TakeHandOff {
 
   /**
    * Wait for the waiter, offered meanwhile to new jobs of the endpoint (reserve). Resolves like the waiter, or with
-   * the outcome of a reservation: once reserved, the take waits for the submission's store write whatever happens to
-   * the waiter (a job claimed for this worker must reach it, or go back to the queue through the route's
+   * the outcome of the reservations: once reserved, the take waits for the submissions' store writes whatever happens
+   * to the waiter (a job claimed for this worker must reach it, or go back to the queue through the route's
    * undeliverable()).
    */
   private async waitOffered(
     worker: WorkerRecord,
+    max: number,
     waiter: Waiter,
     signal: AbortSignal | undefined,
-  ): Promise<boolean | { handed: Job | null }> {
+  ): Promise<boolean | { handed: Job[] }> {
     let onReserved!: () => void;
     const reserved = new Promise<void>((resolve) => (onReserved = resolve));
-    const take: WaitingTake = { workerId: worker.id, signal, waiter, handed: null, reserved, onReserved };
+    let onClosed!: () => void;
+    const closed = new Promise<void>((resolve) => (onClosed = resolve));
+    const take: WaitingTake = {
+      workerId: worker.id,
+      signal,
+      waiter,
+      slots: takeBatchSize(max),
+      handed: [],
+      reserved,
+      onReserved,
+      closed,
+      onClosed,
+    };
     addToSetOf(this.waitingTakes, worker.endpointId, take);
     try {
       await Promise.race([waiter.promise, reserved]);
     } finally {
-      removeFromSetOf(this.waitingTakes, worker.endpointId, take);
+      // Reserved: it stays on offer until closed (reserve). Otherwise it is done waiting.
+      if (take.handed.length === 0) removeFromSetOf(this.waitingTakes, worker.endpointId, take);
     }
-    if (take.handed) return { handed: await take.handed };
-    return waiter.promise;
+    if (take.handed.length === 0) return waiter.promise;
+    await take.closed;
+    const jobs = await Promise.all(take.handed);
+    return { handed: jobs.filter((job): job is Job => job !== null) };
   }
 
   /**
-   * TakeHandOff: reserve the take of the endpoint that has waited longest (one whose client is still there), for one
-   * new job. The store then checks, in the submit's transaction, that the worker may take it and that nothing older is
-   * queued.
+   * TakeHandOff: reserve a waiting take of the endpoint (one whose client is still there) for one new job. The store
+   * then checks, in the submit's transaction, that the worker may take it and that nothing older is queued.
+   *
+   * A batch take may be reserved by several submissions, up to its batch size, but only within the event-loop turn
+   * of its first reservation: those submissions' writes join the same group commit, so the take answers with all of
+   * them at once, no later than it would have with the first alone. The takes are reserved in turn (the one that has
+   * waited longest first, then the next), so a burst is spread over the idle workers before any gets a second job.
    */
   reserve(endpointId: string, endpointVersion: number): TakeReservation | null {
     const waiting = this.waitingTakes.get(endpointId);
     if (!waiting) return null;
     for (const take of waiting) {
+      if (take.signal?.aborted === true) {
+        this.closeOffer(endpointId, take);
+        continue;
+      }
+      const first = take.handed.length === 0;
+      // To the back of the line: the next submission goes to the next waiting take.
       removeFromSetOf(this.waitingTakes, endpointId, take);
-      if (take.signal?.aborted === true) continue;
+      if (--take.slots > 0) addToSetOf(this.waitingTakes, endpointId, take);
+      else take.onClosed();
+      if (first) {
+        take.waiter.dispose();
+        take.onReserved();
+        if (take.slots > 0) setImmediate(() => this.closeOffer(endpointId, take));
+      }
       let settle!: (job: Job | null) => void;
-      take.handed = new Promise<Job | null>((resolve) => (settle = resolve));
-      take.waiter.dispose();
-      take.onReserved();
+      take.handed.push(new Promise<Job | null>((resolve) => (settle = resolve)));
       const now = this.clock.now();
-      // As touch(): a lease renewal at most once a second per worker.
-      const touchLease = now - (this.lastTouch.get(take.workerId) ?? 0) >= TOUCH_EVERY_MS;
+      // As touch(): a lease renewal at most once a second per worker, with the first job a take is handed.
+      const touchLease = first && now - (this.lastTouch.get(take.workerId) ?? 0) >= TOUCH_EVERY_MS;
       return {
         handTo: { workerId: take.workerId, endpointVersion, touchLease },
         settle: (job) => {
@@ -244,6 +279,12 @@ export class WorkerGateway implements TakeHandOff {
       };
     }
     return null;
+  }
+
+  /** A take no longer on offer: it answers with the jobs it was handed (or, aborted unreserved, with nothing). */
+  private closeOffer(endpointId: string, take: WaitingTake): void {
+    removeFromSetOf(this.waitingTakes, endpointId, take);
+    take.onClosed();
   }
 
   /** Jobs a take handed out that could not be delivered (the worker hung up): back to the queue. */

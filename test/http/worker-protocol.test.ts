@@ -237,6 +237,88 @@ describe('job-take', () => {
     }
   });
 
+  /** A fresh worker's take of up to `max` jobs, called directly, once its first look at the queue is done. */
+  async function waitingTake(srv: TestServer, ep: string, takes: { calls: number }, name: string, max: number) {
+    const endpoint = (await srv.server.store.getEndpoint(null, ep))!;
+    const worker = await srv.server.workers.resolveWorker(endpoint, wid(name), null);
+    const before = takes.calls;
+    const jobs = srv.server.workers.take(worker, max, undefined, endpoint.version);
+    await waitUntil(() => takes.calls > before, 5000);
+    return { worker, jobs };
+  }
+
+  /** Submissions made in one event-loop turn: each reserves a take before its first await, as a burst of /run does. */
+  async function burst(srv: TestServer, ep: string, n: number) {
+    const endpoint = (await srv.server.store.getEndpoint(null, ep))!;
+    return Promise.all(
+      Array.from({ length: n }, (_, k) => srv.server.engine.submit(endpoint, { input: { k } }, 'async')),
+    );
+  }
+
+  it('a burst fills a waiting batch take up to its size in one answer; the rest of the burst is queued', async () => {
+    const ep = await createEndpoint(long);
+    const takes = countTakes(long, ep);
+    try {
+      const take = await waitingTake(long, ep, takes, 'batch', 3);
+      const jobs = await burst(long, ep, 4);
+      expect((await take.jobs).map((j) => j.id)).toEqual(jobs.slice(0, 3).map((j) => j.id));
+      expect(jobs.map((j) => j.status)).toEqual(['IN_PROGRESS', 'IN_PROGRESS', 'IN_PROGRESS', 'IN_QUEUE']);
+      expect(jobs.slice(0, 3).every((j) => j.workerId === take.worker.id)).toBe(true);
+      // Claimed by the submissions' own writes: the take never looked at the queue again.
+      expect(takes.calls).toBe(1);
+      expect((await long.api('GET', `/v2/${ep}/health`)).json.jobs).toMatchObject({ inQueue: 1, inProgress: 3 });
+    } finally {
+      takes.restore();
+    }
+  });
+
+  it('a burst is dealt over the waiting batch takes in turn, the longest-waiting first', async () => {
+    const ep = await createEndpoint(long);
+    const takes = countTakes(long, ep);
+    try {
+      const first = await waitingTake(long, ep, takes, 'first', 4);
+      const second = await waitingTake(long, ep, takes, 'second', 4);
+      const jobs = await burst(long, ep, 3);
+      expect((await first.jobs).map((j) => j.id)).toEqual([jobs[0]!.id, jobs[2]!.id]);
+      expect((await second.jobs).map((j) => j.id)).toEqual([jobs[1]!.id]);
+      expect(takes.calls).toBe(2);
+    } finally {
+      takes.restore();
+    }
+  });
+
+  it('a batch take answers with what the turn of its first job brought, not waiting for more', async () => {
+    const ep = await createEndpoint(long);
+    const takes = countTakes(long, ep);
+    try {
+      const take = await waitingTake(long, ep, takes, 'prompt', 4);
+      const [one] = await burst(long, ep, 1);
+      // A submission after that turn (the first one's write is on disk by now) finds the take no longer on offer: it
+      // is queued for the worker's next take, and the take answers with the first job alone.
+      const [two] = await burst(long, ep, 1);
+      expect(two!.status).toBe('IN_QUEUE');
+      expect((await take.jobs).map((j) => j.id)).toEqual([one!.id]);
+    } finally {
+      takes.restore();
+    }
+  });
+
+  it('over HTTP: one job-take-batch answer carries the whole burst', async () => {
+    const ep = await createEndpoint(long);
+    const takes = countTakes(long, ep);
+    try {
+      const w = protocolWorker(long, ep, wid('http-batch'));
+      const pending = w.takeBatch(8);
+      await waitUntil(() => takes.calls >= 1, 5000);
+      const jobs = await burst(long, ep, 5);
+      const res = await pending;
+      expect(res.status).toBe(200);
+      expect((res.json as Array<{ id: string }>).map((j) => j.id)).toEqual(jobs.map((j) => j.id));
+    } finally {
+      takes.restore();
+    }
+  });
+
   it('under churn — takes coming and going, clients hanging up — every job completes once, none is lost', async () => {
     const ep = await createEndpoint(long);
     const srv = long.server;
@@ -266,8 +348,14 @@ describe('job-take', () => {
       }
     });
     const ids: string[] = [];
-    for (let k = 0; k < 300; k++) {
-      ids.push((await srv.engine.submit(endpoint, { input: { k } }, 'async')).id);
+    // One at a time and in bursts (submissions of one event-loop turn, which may fill a batch take together).
+    for (let k = 0; k < 300;) {
+      const n = k % 2 === 0 ? 1 : Math.min(300 - k, 1 + Math.floor(Math.random() * 6));
+      const jobs = await Promise.all(
+        Array.from({ length: n }, (_, i) => srv.engine.submit(endpoint, { input: { k: k + i } }, 'async')),
+      );
+      ids.push(...jobs.map((j) => j.id));
+      k += n;
       if (k % 5 === 0) await new Promise((r) => setTimeout(r, Math.random() * 3));
     }
     await waitUntil(async () => (await srv.store.jobCounts(ep)).completed === ids.length, 20_000);
