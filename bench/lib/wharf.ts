@@ -172,6 +172,30 @@ export const submitRequest =
     headers: AUTH,
   });
 
+/** TypeScript-SDK workers of `ep` in a worker-host process of their own, started and waiting in job-take. */
+export async function startSdkWorkers(
+  w: Wharf,
+  ep: string,
+  o: { n: number; concurrency: number; idPrefix: string; nodeArgs?: string[] },
+): Promise<Child> {
+  const host = spawnChild(
+    'worker-host.ts',
+    {
+      mode: 'wharf',
+      url: w.url,
+      key: ADMIN_KEY,
+      endpointId: ep,
+      n: o.n,
+      concurrency: o.concurrency,
+      idPrefix: o.idPrefix,
+    },
+    { nodeArgs: o.nodeArgs ?? [] },
+  );
+  await host.ready;
+  await waitForIdleWorkers(w, ep, o.n);
+  return host;
+}
+
 export async function waitForIdleWorkers(w: Wharf, ep: string, n: number): Promise<void> {
   for (let i = 0; i < 200; i++) {
     const h = await w.api('GET', `/v2/${ep}/health`);

@@ -12,10 +12,9 @@
 // process (server, worker host, this client).
 
 import { spawn } from 'node:child_process';
-import { spawnChild } from '../lib/child.ts';
 import { Ctx } from '../lib/context.ts';
 import { closedLoop } from '../lib/load.ts';
-import { AUTH, startWharf, submitRequest, waitForIdleWorkers } from '../lib/wharf.ts';
+import { startSdkWorkers, startWharf, submitRequest } from '../lib/wharf.ts';
 
 const concurrency = Number(process.env['CONC'] ?? 1);
 const rounds = Number(process.env['ROUNDS'] ?? 3);
@@ -25,17 +24,7 @@ const out = process.env['OUT'] ?? `/tmp/runsync-${trace ?? 'none'}.out`;
 const ctx = new Ctx({ quick: false, tiny: false, scenarios: new Set(), out: null, profileDir: null });
 const w = await startWharf(ctx, 'probe', { overrides: JSON.parse(process.env['OVERRIDES'] ?? '{}') });
 const ep = await w.createEndpoint();
-const host = spawnChild('worker-host.ts', {
-  mode: 'wharf',
-  url: w.url,
-  key: AUTH.authorization.slice('Bearer '.length),
-  endpointId: ep,
-  n: 1,
-  concurrency: 64,
-  idPrefix: 'probe-',
-});
-await host.ready;
-await waitForIdleWorkers(w, ep, 1);
+const host = await startSdkWorkers(w, ep, { n: 1, concurrency: 64, idPrefix: 'probe-' });
 process.stdout.write(`pids: server ${w.child.pid}, worker host ${host.pid}, client ${process.pid}\n`);
 
 const tracers: Record<string, string[]> = {

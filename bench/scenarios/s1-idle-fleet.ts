@@ -4,11 +4,10 @@
 // (Bus.publishOne), so 64 idle workers should cost a job about what one does; before that, each job woke all 64
 // takes and each of them read the queue.
 
-import { spawnChild } from '../lib/child.ts';
 import type { Ctx } from '../lib/context.ts';
 import { closedLoop } from '../lib/load.ts';
 import { ratio, round, table } from '../lib/stats.ts';
-import { AUTH, startWharf, submitRequest, waitForIdleWorkers, type Wharf } from '../lib/wharf.ts';
+import { startSdkWorkers, startWharf, submitRequest, type Wharf } from '../lib/wharf.ts';
 
 export const IDLE_FLEET = 64;
 
@@ -28,17 +27,7 @@ export async function idleFleet(ctx: Ctx, name: string): Promise<[IdleFleetRun, 
 async function idleFleetRun(ctx: Ctx, name: string, workers: number): Promise<IdleFleetRun> {
   const w = await startWharf(ctx, `${name}-idle-${workers}`);
   const ep = await w.createEndpoint();
-  const host = spawnChild('worker-host.ts', {
-    mode: 'wharf',
-    url: w.url,
-    key: AUTH.authorization.slice('Bearer '.length),
-    endpointId: ep,
-    n: workers,
-    concurrency: 1,
-    idPrefix: 'bench-idle-',
-  });
-  await host.ready;
-  await waitForIdleWorkers(w, ep, workers);
+  const host = await startSdkWorkers(w, ep, { n: workers, concurrency: 1, idPrefix: 'bench-idle-' });
   await oneAtATime(w, ep, ctx.size(1000, 100)); // warm-up
   const end = await w.window();
   const hostCpu0 = host.cpuMs();

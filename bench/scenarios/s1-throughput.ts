@@ -5,13 +5,12 @@
 // (s1-idle-fleet.ts).
 
 import { performance } from 'node:perf_hooks';
-import { spawnChild } from '../lib/child.ts';
 import type { Ctx, Result } from '../lib/context.ts';
 import { closedLoop } from '../lib/load.ts';
 import { pct, ratio, round, table } from '../lib/stats.ts';
 import {
-  AUTH,
   profileArgs,
+  startSdkWorkers,
   startWharf,
   submitRequest,
   waitForIdleWorkers,
@@ -166,21 +165,12 @@ export async function endToEndSeparate(
 ): Promise<E2E> {
   const w = reuse ?? (await startWharf(ctx, `${name}-e2e`, { overrides }));
   const ep = await w.createEndpoint();
-  const host = spawnChild(
-    'worker-host.ts',
-    {
-      mode: 'wharf',
-      url: w.url,
-      key: AUTH.authorization.slice('Bearer '.length),
-      endpointId: ep,
-      n: WORKERS,
-      concurrency: WORKER_CONCURRENCY,
-      idPrefix: 'bench-sep-',
-    },
-    { nodeArgs: profileArgs(ctx, `${name}-worker-host`) },
-  );
-  await host.ready;
-  await waitForIdleWorkers(w, ep, WORKERS);
+  const host = await startSdkWorkers(w, ep, {
+    n: WORKERS,
+    concurrency: WORKER_CONCURRENCY,
+    idPrefix: 'bench-sep-',
+    nodeArgs: profileArgs(ctx, `${name}-worker-host`),
+  });
   await warmUp(w, ep, e2eWarmupMs(ctx));
   await w.profileStart();
   const e2e = await endToEnd(w, ep, ctx.size(5000, 400), () => host.cpuMs());

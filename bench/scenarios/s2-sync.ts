@@ -2,11 +2,10 @@
 // handler, in its own process, concurrency 64 so it never limits c=50) at concurrency 1 and 50, and the delayTime
 // the server reports. Overhead = Wharf's round trip minus the hello-world round trip at the same concurrency.
 
-import { spawnChild } from '../lib/child.ts';
 import type { Ctx, Result } from '../lib/context.ts';
 import { closedLoop, type LoadResult } from '../lib/load.ts';
 import { round, Samples, table, type LatencySummary } from '../lib/stats.ts';
-import { AUTH, profileArgs, startWharf, submitRequest, waitForIdleWorkers, type ServerWindow } from '../lib/wharf.ts';
+import { profileArgs, startSdkWorkers, startWharf, submitRequest, type ServerWindow } from '../lib/wharf.ts';
 import { diskKiBPer, diskNote, fsyncNote } from './s1-throughput.ts';
 
 type Run = {
@@ -33,21 +32,12 @@ export async function s2(ctx: Ctx): Promise<Result> {
 async function measure(ctx: Ctx, name: string, overrides: Record<string, unknown>): Promise<{ c1: Run; c50: Run }> {
   const w = await startWharf(ctx, name, { overrides });
   const ep = await w.createEndpoint();
-  const host = spawnChild(
-    'worker-host.ts',
-    {
-      mode: 'wharf',
-      url: w.url,
-      key: AUTH.authorization.slice('Bearer '.length),
-      endpointId: ep,
-      n: 1,
-      concurrency: 64,
-      idPrefix: 'bench-sync-',
-    },
-    { nodeArgs: profileArgs(ctx, `${name}-worker-host`) },
-  );
-  await host.ready;
-  await waitForIdleWorkers(w, ep, 1);
+  const host = await startSdkWorkers(w, ep, {
+    n: 1,
+    concurrency: 64,
+    idPrefix: 'bench-sync-',
+    nodeArgs: profileArgs(ctx, `${name}-worker-host`),
+  });
 
   const run = async (concurrency: number, label: string): Promise<Run> => {
     const r = await measureOnce(concurrency, label);
