@@ -19,6 +19,7 @@ import {
 } from '../engine/index.ts';
 import {
   discoverGpus,
+  FleetStatusShare,
   GpuInventory,
   LogBook,
   parseDeclaredGpus,
@@ -113,7 +114,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const billing = new Billing(store, loadPrices(config.prices), clock);
   const logs = new LogBook();
   let supervisor: Supervisor | null = null;
-  const fleetStatus = (id: string) => supervisor?.status(id) ?? { throttled: 0, reason: null, message: null };
+  // Multi-node: the leader's statuses, on every node (set below).
+  let fleetShare: FleetStatusShare | null = null;
+  const fleetStatus = (id: string) =>
+    fleetShare?.status(id) ?? supervisor?.status(id) ?? { throttled: 0, reason: null, message: null };
   const metrics = new WharfMetrics({ store, engine, fleetStatus });
   metrics.start();
   // Multi-node: one leader at a time runs the sweeps, the autoscaler and webhook delivery (see the end of this function).
@@ -238,6 +242,12 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         }
       },
     });
+    // Only the leader runs the autoscaler: why jobs wait is shown on every node (fleet/shared-status.ts).
+    fleetShare = new FleetStatusShare(cluster, () => supervisor?.allStatuses() ?? new Map(), {
+      everyMs: Math.max(config.scaleIntervalMs, 1000),
+      onError: (error) => app.log.warn({ err: error }, 'cluster: sharing the fleet statuses failed'),
+    });
+    fleetShare.start();
   }
 
   let closing: Promise<void> | undefined;
@@ -245,6 +255,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     closing ??= (async () => {
       draining = true;
       // Multi-node: giving up leadership stops the duties below and frees the lock for another node at once.
+      fleetShare?.stop();
       await cluster?.stop();
       await sweeper.stop();
       // Workers first: on SIGTERM they finish running jobs and post results to the still-open server.

@@ -11,5 +11,6 @@ export {
   type Gpu,
 } from './gpus.ts';
 export { LogBook, type LogLine, type LogQuery } from './logs.ts';
+export { FleetStatusShare } from './shared-status.ts';
 export { Supervisor, type FleetStatus, type SupervisorOptions } from './supervisor.ts';
 export { workerEnv } from './worker-env.ts';

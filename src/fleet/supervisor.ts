@@ -95,6 +95,8 @@ export class Supervisor {
   async start(): Promise<void> {
     if (this.active) return;
     this.active = true;
+    // From an earlier spell as leader (multi-node): stale until this one's passes describe the endpoints again.
+    this.statuses.clear();
     await this.d.executor.cleanupOrphans();
     for (const w of await this.d.store.listWorkers()) {
       if (!w.managed) continue;
@@ -132,6 +134,11 @@ export class Supervisor {
 
   status(endpointId: string): FleetStatus {
     return this.statuses.get(endpointId) ?? { throttled: 0, reason: null, message: null };
+  }
+
+  /** Every endpoint's status as of the last passes (shared with the other nodes: fleet/shared-status.ts). */
+  allStatuses(): ReadonlyMap<string, FleetStatus> {
+    return this.statuses;
   }
 
   /** Reconcile an endpoint now (an endpoint changed, a job arrived at a cold endpoint). */

@@ -21,6 +21,16 @@ export interface LeaderDuties {
   lose(): Promise<void>;
 }
 
+/**
+ * The autoscaler's account of one endpoint (fleet/supervisor.ts FleetStatus): workers it wants but cannot start, and
+ * why jobs wait. Only the leader runs the autoscaler; it shares these so that every node can show them.
+ */
+export interface SharedFleetStatus {
+  throttled: number;
+  reason: string | null;
+  message: string | null;
+}
+
 export interface ClusterNode {
   /** Forward local publishes to the other nodes and deliver theirs here (one dedicated connection). */
   bridge(bus: ClusterBus): Promise<void>;
@@ -29,6 +39,10 @@ export interface ClusterNode {
   readonly isLeader: boolean;
   /** Run `fn` while holding a cluster-wide lock named `name` (first-start bootstrap that two nodes must not race). */
   exclusive<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  /** The leader: replace the fleet statuses every node shows with these (a no-op when nothing changed). */
+  shareFleetStatus(statuses: ReadonlyMap<string, SharedFleetStatus>): Promise<void>;
+  /** The fleet statuses the leader shared last, by endpoint id. */
+  sharedFleetStatus(): Promise<Map<string, SharedFleetStatus>>;
   /** A counter shared by every node, with rate-limiter-flexible's API (see http/plugins/rate-limit.ts). */
   rateCounter(opts: { points: number; durationS: number }): RateLimiterAbstract;
   /** Give up leadership (running `lose`), stop listening, close the dedicated connections. Idempotent. */

@@ -140,6 +140,46 @@ describe.skipIf(unavailable !== null)('multi-node: three wharf serve nodes shari
     expect((await api(c, 'POST', `/v2/${ep}/purge-queue`)).status).toBe(429);
   }, 120_000);
 
+  it("why jobs wait is shown on every node, from the leader's autoscaler, and by the next leader after a failover", async () => {
+    const { nodes } = await cluster(['--executor', 'process', '--gpus', 'none']);
+    const leader = await waitUntil(async () => (await leaders(nodes))[0] ?? null, 10_000, 'a leader');
+    const followers = nodes.filter((n) => n !== leader) as [Node, Node];
+    const ep = await createEndpoint(followers[0]);
+    const job = await api(followers[1], 'POST', `/v2/${ep}/run`, { input: { n: 1 } });
+    expect(job.status).toBe(200);
+    // The leader's autoscaler says why (here: a GPU endpoint on nodes without GPUs); every node shows the same.
+    const scalingOn = async (n: Node) => (await api(n, 'GET', `/v2/${ep}/health`)).json?.scaling ?? null;
+    const why = await waitUntil(() => scalingOn(leader), 15_000, 'the scaling reason on the leader');
+    expect(why.reason).toBe('never-placeable');
+    for (const n of nodes) {
+      await waitUntil(
+        async () => JSON.stringify(await scalingOn(n)) === JSON.stringify(why),
+        15_000,
+        `the scaling reason on ${n.name}`,
+      );
+      const status = await api(n, 'GET', `/v2/${ep}/status/${job.json.id}`);
+      expect(status.json).toMatchObject({ status: 'IN_QUEUE', queueReason: why });
+    }
+    // The leader dies and the endpoint changes (a data center no node is in): the next leader's view, not the dead
+    // one's, is what every node shows from then on.
+    await leader.proc.kill('SIGKILL');
+    const next = await waitUntil(async () => (await leaders(followers))[0] ?? null, 10_000, 'a new leader');
+    const other = followers.find((n) => n !== next)!;
+    const patched = await api(other, 'PATCH', `/v1/endpoints/${ep}`, { dataCenterIds: ['CA-MTL-1'] });
+    expect(patched.status).toBe(200);
+    for (const n of [next, other]) {
+      const now = await waitUntil(
+        async () => {
+          const scaling = await scalingOn(n);
+          return scaling?.message?.includes('dataCenterIds') ? scaling : null;
+        },
+        15_000,
+        `the new leader's reason on ${n.name}`,
+      );
+      expect(now.reason).toBe('never-placeable');
+    }
+  }, 90_000);
+
   it('kill -9 of the leader under load, then a restart of another node: nothing acknowledged lost, nothing done twice', async () => {
     const { store, nodes } = await cluster(['--take-wait-ms', '2000']);
     const leader = await waitUntil(async () => (await leaders(nodes))[0] ?? null, 10_000, 'a leader');

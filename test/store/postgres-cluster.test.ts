@@ -6,7 +6,12 @@ import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Bus } from '../../src/engine/index.ts';
 import { WharfError } from '../../src/errors/index.ts';
-import { openPostgresStore, type ClusterNode, type PostgresStore } from '../../src/store/index.ts';
+import {
+  openPostgresStore,
+  type ClusterNode,
+  type PostgresStore,
+  type SharedFleetStatus,
+} from '../../src/store/index.ts';
 import { dropSchemas, newSchema, PG_URL, pgUnavailable, startPgProxy, type PgProxy } from '../helpers/postgres.ts';
 import { newJob, worker } from './contract.ts';
 
@@ -210,5 +215,51 @@ describe.skipIf(unavailable !== null)('postgres specifics', () => {
     // The stopped leader unlocks: a follower's next try (every 100 ms) wins, not some later clean-up; 3 s for a busy machine.
     expect(await until(() => leaders().length === 1, 10_000, 'the next leader')).toBeLessThan(3000);
     expect(second.isLeader).toBe(false);
+  });
+
+  it('fleet statuses shared by one node are what every node reads; a share replaces the last, unchanged ones write nothing', async () => {
+    const schema = newSchema();
+    const [a, b] = [store(schema), store(schema)];
+    await a.migrate();
+    const [one, two] = [a.cluster(), b.cluster()];
+    // Row versions (xmin) change with every write to a row.
+    const versions = async () => {
+      const client = new pg.Client({ connectionString: PG_URL });
+      await client.connect();
+      try {
+        return (await client.query(`SELECT endpoint_id, xmin FROM "${schema}".fleet_status ORDER BY 1`)).rows;
+      } finally {
+        await client.end();
+      }
+    };
+    const busy: SharedFleetStatus = { throttled: 2, reason: 'no-gpu-capacity', message: 'no GPU free' };
+    const idle: SharedFleetStatus = { throttled: 0, reason: null, message: null };
+    await one.shareFleetStatus(
+      new Map([
+        ['ep1', busy],
+        ['ep2', idle],
+      ]),
+    );
+    expect(await two.sharedFleetStatus()).toEqual(
+      new Map([
+        ['ep1', busy],
+        ['ep2', idle],
+      ]),
+    );
+    const before = await versions();
+    await one.shareFleetStatus(
+      new Map([
+        ['ep1', busy],
+        ['ep2', idle],
+      ]),
+    );
+    expect(await versions()).toEqual(before);
+    // ep2 is gone (an endpoint deleted), ep1 changed.
+    await one.shareFleetStatus(new Map([['ep1', idle]]));
+    expect(await two.sharedFleetStatus()).toEqual(new Map([['ep1', idle]]));
+    // Another node leads now: its first share replaces everything, including what it never knew about.
+    await two.shareFleetStatus(new Map([['ep3', busy]]));
+    expect(await one.sharedFleetStatus()).toEqual(new Map([['ep3', busy]]));
+    await Promise.all([one.stop(), two.stop()]);
   });
 });

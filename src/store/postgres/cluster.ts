@@ -1,5 +1,5 @@
 import { RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { ClusterBus, ClusterNode, ClusterOptions, LeaderDuties } from '../types-cluster.ts';
+import type { ClusterBus, ClusterNode, ClusterOptions, LeaderDuties, SharedFleetStatus } from '../types-cluster.ts';
 import type { Db } from './db.ts';
 import { LeaderElector, LOCK_KEY_SQL } from './leader.ts';
 import { NotifyBridge } from './notify.ts';
@@ -11,6 +11,8 @@ export class PgCluster implements ClusterNode {
   private bridgeOf: NotifyBridge | undefined;
   private elector: LeaderElector | undefined;
   private stopping: Promise<void> | undefined;
+  /** What this node shared last (JSON per endpoint), so that an unchanged tick writes nothing; null: not yet. */
+  private shared: Map<string, string> | null = null;
 
   constructor(db: Db, opts: ClusterOptions = {}) {
     this.db = db;
@@ -53,6 +55,39 @@ export class PgCluster implements ClusterNode {
       // Ending the session releases the lock even if the unlock itself cannot be sent.
       await client.end().catch(() => {});
     }
+  }
+
+  async shareFleetStatus(statuses: ReadonlyMap<string, SharedFleetStatus>): Promise<void> {
+    const next = new Map([...statuses].map(([id, s]) => [id, JSON.stringify([s.throttled, s.reason, s.message])]));
+    const changed = [...next].filter(([id, json]) => this.shared?.get(id) !== json).map(([id]) => id);
+    const gone = this.shared === null || [...this.shared.keys()].some((id) => !next.has(id));
+    if (changed.length === 0 && !gone) return;
+    await this.db.tx(async (c) => {
+      // The first share of a new leader also clears what an earlier leader shared about endpoints gone since.
+      if (gone) await c.query('DELETE FROM fleet_status WHERE NOT (endpoint_id = ANY($1))', [[...next.keys()]]);
+      if (changed.length === 0) return;
+      const rows = changed.map((id) => statuses.get(id)!);
+      await c.query(
+        `INSERT INTO fleet_status (endpoint_id, throttled, reason, message)
+         SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[])
+         ON CONFLICT (endpoint_id) DO UPDATE
+           SET throttled = excluded.throttled, reason = excluded.reason, message = excluded.message`,
+        [changed, rows.map((s) => s.throttled), rows.map((s) => s.reason), rows.map((s) => s.message)],
+      );
+    });
+    this.shared = next;
+  }
+
+  async sharedFleetStatus(): Promise<Map<string, SharedFleetStatus>> {
+    // A node that shares again after a spell as a follower starts from what is in the table, not from its old memory.
+    this.shared = null;
+    const rows = await this.db.query<{
+      endpoint_id: string;
+      throttled: number;
+      reason: string | null;
+      message: string | null;
+    }>('SELECT endpoint_id, throttled, reason, message FROM fleet_status');
+    return new Map(rows.map((r) => [r.endpoint_id, { throttled: r.throttled, reason: r.reason, message: r.message }]));
   }
 
   rateCounter(opts: { points: number; durationS: number }): RateLimiterAbstract {

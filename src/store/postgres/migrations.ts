@@ -284,6 +284,19 @@ SELECT endpoint_id, status, low_priority, retries > 0, 0, COUNT(*) FROM jobs GRO
 CREATE INDEX jobs_queue_normal ON jobs (endpoint_id, queued_at) WHERE status = 'IN_QUEUE' AND NOT low_priority;
 `,
   },
+  {
+    version: 7,
+    name: "fleet_status: the leader autoscaler's statuses, for every node to show",
+    // Only the leader runs the autoscaler; /health and a queued job's status on any node show why jobs wait from here.
+    sql: `
+CREATE TABLE fleet_status (
+  endpoint_id TEXT PRIMARY KEY,
+  throttled INTEGER NOT NULL,
+  reason TEXT,
+  message TEXT
+);
+`,
+  },
 ];
 
 export const LATEST = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
