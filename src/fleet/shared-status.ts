@@ -46,7 +46,7 @@ export class FleetStatusShare {
 
   private async tick(): Promise<void> {
     try {
-      if (this.cluster.isLeader) await this.cluster.shareFleetStatus(this.local());
+      if (this.cluster.isLeader) await this.cluster.shareFleetStatus(worthSharing(this.local()));
       else this.shared = await this.cluster.sharedFleetStatus();
     } catch (error) {
       // The database is away: followers keep showing what they read last; the next tick tries again.
@@ -54,4 +54,9 @@ export class FleetStatusShare {
     }
     if (!this.stopped) this.timer = setTimeout(() => void this.tick(), this.everyMs);
   }
+}
+
+/** Only statuses that say something: an endpoint without one reads as nothing to explain (NONE) on every node. */
+function worthSharing(statuses: ReadonlyMap<string, FleetStatus>): Map<string, FleetStatus> {
+  return new Map([...statuses].filter(([, s]) => s.reason !== null || s.throttled > 0));
 }
