@@ -21,6 +21,7 @@ import {
   discoverGpus,
   FleetStatusShare,
   GpuInventory,
+  NO_FLEET_STATUS,
   LogBook,
   parseDeclaredGpus,
   ProcessExecutor,
@@ -116,8 +117,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   let supervisor: Supervisor | null = null;
   // Multi-node: the leader's statuses, on every node (set below).
   let fleetShare: FleetStatusShare | null = null;
-  const fleetStatus = (id: string) =>
-    fleetShare?.status(id) ?? supervisor?.status(id) ?? { throttled: 0, reason: null, message: null };
+  const fleetStatus = (id: string) => fleetShare?.status(id) ?? supervisor?.status(id) ?? NO_FLEET_STATUS;
   const metrics = new WharfMetrics({ store, engine, fleetStatus });
   metrics.start();
   // Multi-node: one leader at a time runs the sweeps, the autoscaler and webhook delivery (see the end of this function).

@@ -12,5 +12,5 @@ export {
 } from './gpus.ts';
 export { LogBook, type LogLine, type LogQuery } from './logs.ts';
 export { FleetStatusShare } from './shared-status.ts';
-export { Supervisor, type FleetStatus, type SupervisorOptions } from './supervisor.ts';
+export { NO_FLEET_STATUS, Supervisor, type FleetStatus, type SupervisorOptions } from './supervisor.ts';
 export { workerEnv } from './worker-env.ts';

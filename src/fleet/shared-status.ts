@@ -1,7 +1,5 @@
 import type { ClusterNode } from '../store/index.ts';
-import type { FleetStatus } from './supervisor.ts';
-
-const NONE: FleetStatus = { throttled: 0, reason: null, message: null };
+import { NO_FLEET_STATUS, type FleetStatus } from './supervisor.ts';
 
 /**
  * Multi-node: every node shows the leader's fleet statuses — why an endpoint's jobs wait (/health's `scaling`, a
@@ -31,7 +29,7 @@ export class FleetStatusShare {
   }
 
   status(endpointId: string): FleetStatus {
-    return (this.cluster.isLeader ? this.local().get(endpointId) : this.shared.get(endpointId)) ?? NONE;
+    return (this.cluster.isLeader ? this.local().get(endpointId) : this.shared.get(endpointId)) ?? NO_FLEET_STATUS;
   }
 
   start(): void {
@@ -56,7 +54,7 @@ export class FleetStatusShare {
   }
 }
 
-/** Only statuses that say something: an endpoint without one reads as nothing to explain (NONE) on every node. */
+/** Only statuses that say something: an endpoint without one reads as NO_FLEET_STATUS on every node. */
 function worthSharing(statuses: ReadonlyMap<string, FleetStatus>): Map<string, FleetStatus> {
   return new Map([...statuses].filter(([, s]) => s.reason !== null || s.throttled > 0));
 }

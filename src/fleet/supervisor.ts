@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { newWorkerId, type Endpoint, type WorkerRecord } from '../domain/index.ts';
 import { coerceError } from '../errors/index.ts';
 import { hashKey, usageOf, type Accounts, type Clock, type JobEngine, type WorkerGateway } from '../engine/index.ts';
-import type { Store } from '../store/index.ts';
+import type { SharedFleetStatus, Store } from '../store/index.ts';
 import { decideScaling, type WorkerView } from './autoscaler.ts';
 import { decideBackoff, recordFailure, type StartHistory } from './backoff.ts';
 import type { Executor, RunningWorker } from './executors/types.ts';
@@ -37,12 +37,14 @@ export interface SupervisorDeps {
   registryAuths?: { credentials(userId: string, id: string): Promise<{ username: string; password: string }> };
 }
 
-/** Why an endpoint's queued jobs wait, machine-readable (and a message for people). */
-export interface FleetStatus {
-  throttled: number;
-  reason: string | null;
-  message: string | null;
-}
+/**
+ * Why an endpoint's queued jobs wait, machine-readable (and a message for people), and the workers wanted but not
+ * started. The shape the cluster shares between nodes (store/types-cluster.ts).
+ */
+export type FleetStatus = SharedFleetStatus;
+
+/** Nothing to explain: no status for the endpoint. */
+export const NO_FLEET_STATUS: FleetStatus = Object.freeze({ throttled: 0, reason: null, message: null });
 
 /** The supervisor's view of one worker it started: a small state machine (STYLE.md habit 11). */
 interface Managed {
@@ -133,7 +135,7 @@ export class Supervisor {
   }
 
   status(endpointId: string): FleetStatus {
-    return this.statuses.get(endpointId) ?? { throttled: 0, reason: null, message: null };
+    return this.statuses.get(endpointId) ?? NO_FLEET_STATUS;
   }
 
   /** Every endpoint's status as of the last passes (shared with the other nodes: fleet/shared-status.ts). */
