@@ -14,6 +14,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { newJobId } from '../../src/domain/index.ts';
 import type { NewJob } from '../../src/store/index.ts';
 import { openSqliteStore } from '../../src/store/sqlite/index.ts';
+import { worker } from '../../test/store/records.ts';
 
 const GROUP = 20;
 const TAKE_BATCH = 8;
@@ -40,22 +41,7 @@ const newJob = (): NewJob => ({
   retentionMs: 1_800_000,
   createdAt: clock++,
 });
-for (const id of WORKERS) {
-  await store.upsertWorker({
-    id,
-    endpointId: ENDPOINT,
-    keyHash: null,
-    version: 1,
-    managed: false,
-    state: 'idle',
-    reason: null,
-    gpuTypeId: null,
-    gpuCount: 0,
-    createdAt: clock,
-    lastSeenAt: clock,
-    retired: false,
-  });
-}
+for (const id of WORKERS) await store.upsertWorker(worker(id, ENDPOINT, { createdAt: clock, lastSeenAt: clock }));
 
 interface Taken {
   id: string;

@@ -3,49 +3,15 @@
  * (STYLE.md habit 3). A test that applies to one backend lives in that backend's own file and says why.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { randomUUID } from 'node:crypto';
-import type { Endpoint, Template, WorkerRecord } from '../../src/domain/index.ts';
+import type { Endpoint, Template } from '../../src/domain/index.ts';
 import { ENDPOINT_DEFAULTS, LIMITS, TEMPLATE_DEFAULTS } from '../../src/domain/index.ts';
-import type { HandTo, NewJob, Store } from '../../src/store/index.ts';
+import type { HandTo, Store } from '../../src/store/index.ts';
+import { newJob, T0, worker } from './records.ts';
 import { countsContract } from './contract-counts.ts';
 import { managementContract } from './contract-management.ts';
 import { requestsContract } from './contract-requests.ts';
 
-const T0 = 1_700_000_000_000;
-
-export function newJob(endpointId: string, over: Partial<NewJob> = {}): NewJob {
-  return {
-    id: `${randomUUID()}-t`,
-    endpointId,
-    inputJson: JSON.stringify({ n: Math.random() }),
-    webhook: null,
-    policy: { executionTimeoutMs: 60_000, lowPriority: false, ttlMs: 3_600_000 },
-    policyGiven: false,
-    s3ConfigJson: null,
-    mode: 'async',
-    retentionMs: 1_800_000,
-    createdAt: T0,
-    ...over,
-  };
-}
-
-export function worker(id: string, endpointId: string, over: Partial<WorkerRecord> = {}): WorkerRecord {
-  return {
-    id,
-    endpointId,
-    keyHash: null,
-    version: 1,
-    managed: false,
-    state: 'idle',
-    reason: null,
-    gpuTypeId: null,
-    gpuCount: 0,
-    createdAt: T0,
-    lastSeenAt: T0,
-    retired: false,
-    ...over,
-  };
-}
+export { newJob, worker } from './records.ts';
 
 const COMPLETED = { status: 'COMPLETED', outputJson: '{"ok":1}', errorJson: null, stopPod: false } as const;
 
