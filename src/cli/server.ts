@@ -243,8 +243,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       },
     });
     // Only the leader runs the autoscaler: why jobs wait is shown on every node (fleet/shared-status.ts).
-    fleetShare = new FleetStatusShare(cluster, () => supervisor?.allStatuses() ?? new Map(), {
-      everyMs: Math.max(config.scaleIntervalMs, 1000),
+    fleetShare = new FleetStatusShare(cluster, bus, () => supervisor?.allStatuses() ?? new Map(), {
+      everyMs: config.scaleIntervalMs,
       onError: (error) => app.log.warn({ err: error }, 'cluster: sharing the fleet statuses failed'),
     });
     fleetShare.start();

@@ -154,4 +154,6 @@ export const topics = {
   queue: (endpointId: string): string => `queue:${endpointId}`,
   job: (jobId: string): string => `job:${jobId}`,
   stop: (workerId: string): string => `stop:${workerId}`,
+  /** Multi-node: the leader shared new fleet statuses (fleet/shared-status.ts). */
+  fleetStatus: 'fleet-status',
 };

@@ -39,8 +39,11 @@ export interface ClusterNode {
   readonly isLeader: boolean;
   /** Run `fn` while holding a cluster-wide lock named `name` (first-start bootstrap that two nodes must not race). */
   exclusive<T>(name: string, fn: () => Promise<T>): Promise<T>;
-  /** The leader: replace the fleet statuses every node shows with these (a no-op when nothing changed). */
-  shareFleetStatus(statuses: ReadonlyMap<string, SharedFleetStatus>): Promise<void>;
+  /**
+   * The leader: replace the fleet statuses every node shows with these. A no-op when nothing changed since this
+   * node's last share; resolves whether it wrote.
+   */
+  shareFleetStatus(statuses: ReadonlyMap<string, SharedFleetStatus>): Promise<boolean>;
   /** The fleet statuses the leader shared last, by endpoint id. */
   sharedFleetStatus(): Promise<Map<string, SharedFleetStatus>>;
   /** A counter shared by every node, with rate-limiter-flexible's API (see http/plugins/rate-limit.ts). */

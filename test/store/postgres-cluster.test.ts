@@ -6,6 +6,7 @@ import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Bus } from '../../src/engine/index.ts';
 import { WharfError } from '../../src/errors/index.ts';
+import { FleetStatusShare, type FleetStatus } from '../../src/fleet/index.ts';
 import {
   openPostgresStore,
   type ClusterNode,
@@ -247,19 +248,62 @@ describe.skipIf(unavailable !== null)('postgres specifics', () => {
       ]),
     );
     const before = await versions();
-    await one.shareFleetStatus(
-      new Map([
-        ['ep1', busy],
-        ['ep2', idle],
-      ]),
-    );
+    expect(
+      await one.shareFleetStatus(
+        new Map([
+          ['ep1', busy],
+          ['ep2', idle],
+        ]),
+      ),
+    ).toBe(false);
     expect(await versions()).toEqual(before);
     // ep2 is gone (an endpoint deleted), ep1 changed.
-    await one.shareFleetStatus(new Map([['ep1', idle]]));
+    expect(await one.shareFleetStatus(new Map([['ep1', idle]]))).toBe(true);
     expect(await two.sharedFleetStatus()).toEqual(new Map([['ep1', idle]]));
     // Another node leads now: its first share replaces everything, including what it never knew about.
     await two.shareFleetStatus(new Map([['ep3', busy]]));
     expect(await one.sharedFleetStatus()).toEqual(new Map([['ep3', busy]]));
     await Promise.all([one.stop(), two.stop()]);
+  });
+
+  it('a follower shows a new fleet status as soon as the leader shares it (NOTIFY), not at its next poll', async () => {
+    const schema = newSchema();
+    const [a, b] = [store(schema), store(schema)];
+    await a.migrate();
+    const [busA, busB] = [new Bus(), new Bus()];
+    const [one, two] = [a.cluster({ retryMs: 100 }), b.cluster({ retryMs: 100 })];
+    await one.bridge(busA);
+    await two.bridge(busB);
+    one.elect({ gain: async () => {}, lose: async () => {} });
+    await until(() => one.isLeader, 5000, 'node one leads');
+    two.elect({ gain: async () => {}, lose: async () => {} });
+
+    const leaderStatuses = new Map<string, FleetStatus>();
+    // The follower's own poll is a minute away: only the leader's wake-up can bring the change within the test.
+    const opts = { everyMs: 100, readEveryMs: 60_000, onError: (e: unknown) => void errors.push(e) };
+    const errors: unknown[] = [];
+    const leader = new FleetStatusShare(one, busA, () => leaderStatuses, opts);
+    const follower = new FleetStatusShare(two, busB, () => new Map(), opts);
+    leader.start();
+    follower.start();
+    try {
+      await sleep(300);
+      expect(follower.status('ep1').reason).toBeNull();
+      const busy: FleetStatus = { throttled: 1, reason: 'no-gpu-capacity', message: 'no GPU free' };
+      leaderStatuses.set('ep1', busy);
+      const took = await until(() => follower.status('ep1').reason !== null, 5000, 'the follower shows it');
+      expect(follower.status('ep1')).toEqual(busy);
+      expect(took).toBeLessThan(3000);
+      // And back: the reason is gone on the leader, so it is gone on the follower.
+      leaderStatuses.delete('ep1');
+      await until(() => follower.status('ep1').reason === null, 5000, 'the follower clears it');
+      expect(errors).toEqual([]);
+    } finally {
+      leader.stop();
+      follower.stop();
+      busA.close();
+      busB.close();
+      await Promise.all([one.stop(), two.stop()]);
+    }
   });
 });

@@ -57,11 +57,11 @@ export class PgCluster implements ClusterNode {
     }
   }
 
-  async shareFleetStatus(statuses: ReadonlyMap<string, SharedFleetStatus>): Promise<void> {
+  async shareFleetStatus(statuses: ReadonlyMap<string, SharedFleetStatus>): Promise<boolean> {
     const next = new Map([...statuses].map(([id, s]) => [id, JSON.stringify([s.throttled, s.reason, s.message])]));
     const changed = [...next].filter(([id, json]) => this.shared?.get(id) !== json).map(([id]) => id);
     const gone = this.shared === null || [...this.shared.keys()].some((id) => !next.has(id));
-    if (changed.length === 0 && !gone) return;
+    if (changed.length === 0 && !gone) return false;
     await this.db.tx(async (c) => {
       // The first share of a new leader also clears what an earlier leader shared about endpoints gone since.
       if (gone) await c.query('DELETE FROM fleet_status WHERE NOT (endpoint_id = ANY($1))', [[...next.keys()]]);
@@ -76,6 +76,7 @@ export class PgCluster implements ClusterNode {
       );
     });
     this.shared = next;
+    return true;
   }
 
   async sharedFleetStatus(): Promise<Map<string, SharedFleetStatus>> {
