@@ -7,6 +7,7 @@ import { registerConsoleRoutes } from './console.ts';
 import { collectRoutes, registerOpenApiRoutes } from './openapi.ts';
 import { registerGraphqlRoutes } from './graphql/route.ts';
 import { registerOpenAiRoutes } from './openai/routes.ts';
+import { registerKeyFirst } from './plugins/auth.ts';
 import { registerErrorHandling, sendError, sendFrameworkError } from './plugins/errors.ts';
 import { ownMetrics, registerMetricsRoute, registerRequestObservability } from './plugins/observability.ts';
 import { registerRateLimits, type RateLimitSettings } from './plugins/rate-limit.ts';
@@ -107,6 +108,8 @@ export function buildApp(deps: AppDeps, opts: AppOptions = {}): FastifyInstance 
   registerConsoleRoutes(app);
   // Before any route: every route registered from here on appears in /v1/openapi.json.
   const routes = collectRoutes(app);
+  // Every /v1 and /v2 route checks its key before its body or query is looked at (plugins/auth.ts).
+  registerKeyFirst(app, deps.accounts);
 
   app.addHook('onSend', (_request, reply, payload, done) => {
     reply.header('x-content-type-options', 'nosniff');

@@ -106,6 +106,27 @@ describe('missing or wrong key → 401 UNAUTHORIZED on every operation', () => {
     expectError(await request(`${t.url}/v2/${ep}/status/${jobId}?ttl=1`, 'GET'), 401, 'UNAUTHORIZED');
   });
 
+  it('is checked first on /v1 and the worker routes too: an invalid body or query without a valid key → 401', async () => {
+    const wrong = { authorization: 'Bearer wharf_not_a_real_key_000000000000' };
+    for (const headers of [{}, wrong]) {
+      const cases: Array<[string, string, unknown, string | undefined]> = [
+        ['POST', '/v1/endpoints', { bad: 1 }, undefined],
+        ['PATCH', `/v1/endpoints/${ep}`, { workersMax: 'a' }, undefined],
+        ['GET', `/v1/endpoints/${ep}?includeTemplate=zzz`, undefined, undefined],
+        ['POST', '/v1/templates', undefined, '{"name": '],
+        ['POST', `/v2/${ep}/job-done/w1/${jobId}`, undefined, '{"output": '],
+        ['POST', `/v2/${ep}/job-stream/w1/${jobId}`, [1], undefined],
+      ];
+      for (const [method, path, body, raw] of cases) {
+        const res = await request(`${t.url}${path}`, method, body, raw === undefined ? { headers } : { headers, raw });
+        expect(res.status, `${method} ${path}: ${res.text}`).toBe(401);
+        expect(res.json.code).toBe('UNAUTHORIZED');
+      }
+    }
+    // What describes the API stays open.
+    expect((await request(`${t.url}/v1/openapi.json`, 'GET')).status).toBe(200);
+  });
+
   it('is checked before the endpoint is looked up (an unknown endpoint does not leak 404)', async () => {
     expectError(await request(`${t.url}/v2/nosuchendpoint1/health`, 'GET'), 401, 'UNAUTHORIZED');
   });

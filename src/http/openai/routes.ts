@@ -2,7 +2,6 @@ import { PassThrough } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { isTerminal, LIMITS, type Endpoint, type Job } from '../../domain/index.ts';
-import type { Principal } from '../../engine/index.ts';
 import { WharfError } from '../../errors/index.ts';
 import { clientGone, sendJson, type AppDeps } from '../context.ts';
 import { authenticate, requireUser } from '../plugins/auth.ts';
@@ -35,10 +34,6 @@ type EP = { endpointId: string };
  */
 export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void {
   const { engine, accounts, resources } = deps;
-  const principals = new WeakMap<FastifyRequest, Principal>();
-  const keyFirst = async (request: FastifyRequest): Promise<void> => {
-    principals.set(request, await authenticate(accounts, request));
-  };
 
   // OpenAI clients read `error.message` from `{"error": {...}}`: every error of these routes (401, 404, 429, bad
   // JSON, …) is answered in that shape, with the Wharf code as `code`.
@@ -54,7 +49,7 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
   };
 
   async function endpointFor(request: FastifyRequest<{ Params: EP }>): Promise<Endpoint> {
-    const principal = principals.get(request) ?? (await authenticate(accounts, request));
+    const principal = await authenticate(accounts, request);
     // Write access: every request runs a job, even the models list.
     const user = requireUser(principal, 'write', request.params.endpointId);
     return resources.getEndpoint(user.user.id, request.params.endpointId);
@@ -178,7 +173,7 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
     }
   }
 
-  const common = { errorHandler, onRequest: keyFirst };
+  const common = { errorHandler };
   for (const r of POST_ROUTES) {
     app.post<{ Params: EP; Body: Record<string, unknown> }>(
       `/v2/:endpointId/openai${r.path}`,

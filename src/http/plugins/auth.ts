@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import type { Accounts, Principal } from '../../engine/accounts.ts';
 import { WharfError } from '../../errors/index.ts';
 
@@ -16,16 +16,57 @@ export function keyOf(request: FastifyRequest, allowQuery: boolean): string | nu
   return null;
 }
 
+/** Who sent a request, once known: the key is resolved once per request, by keyFirst or the route. */
+const principals = new WeakMap<FastifyRequest, Principal>();
+
 export async function authenticate(
   accounts: Accounts,
   request: FastifyRequest,
   allowQuery = false,
 ): Promise<Principal> {
+  const known = principals.get(request);
+  if (known) return known;
   const key = keyOf(request, allowQuery);
   if (!key || key.length > 512) throw new WharfError('UNAUTHORIZED');
   const principal = await accounts.resolve(key);
   if (!principal) throw new WharfError('UNAUTHORIZED');
+  principals.set(request, principal);
   return principal;
+}
+
+/**
+ * An onRequest hook: the key is checked before the body is read or anything is validated, so a caller without a
+ * valid key gets 401 whatever it sent (never a validation error that describes the route's schema) and cannot make
+ * the server parse megabytes of JSON. buildApp puts it on every route that needs a key (app.ts).
+ */
+function keyFirst(accounts: Accounts): (request: FastifyRequest) => Promise<void> {
+  return async (request) => {
+    await authenticate(accounts, request);
+  };
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route checks the key in an onRequest hook of its own: registerKeyFirst leaves it alone. */
+    ownKeyCheck?: boolean;
+  }
+}
+
+/** The API routes: every one needs a key, but these, which describe the API itself. */
+const KEYED = /^\/v[12]\//;
+const PUBLIC = /^\/v1\/(openapi\.json|docs)$/;
+
+/** Put keyFirst in front of the onRequest hooks of every API route registered from now on (call before them). */
+export function registerKeyFirst(app: FastifyInstance, accounts: Accounts): void {
+  const hook = keyFirst(accounts);
+  app.addHook('onRoute', (route: RouteOptions) => {
+    if (!KEYED.test(route.url) || PUBLIC.test(route.url)) return;
+    // A route that checks the key in an onRequest hook of its own (the worker polls hold their refusals).
+    if (route.config?.ownKeyCheck) return;
+    const own =
+      route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
+    route.onRequest = [hook, ...own];
+  });
 }
 
 export type Access = 'read' | 'write';

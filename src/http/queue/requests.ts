@@ -1,5 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Principal } from '../../engine/index.ts';
+import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { JobListCursor, JobSummary } from '../../store/index.ts';
 import { WharfError } from '../../errors/index.ts';
@@ -63,18 +62,11 @@ function view(j: JobSummary, now: number): Record<string, unknown> {
  * a page. Only jobs still held are listed: ttl and result retention remove jobs from this list too.
  */
 export function registerRequestsRoute(app: FastifyInstance, deps: AppDeps): void {
-  const principals = new WeakMap<FastifyRequest, Principal>();
   app.get<{ Params: { endpointId: string }; Querystring: { limit?: number; cursor?: string } }>(
     '/v2/:endpointId/requests',
-    {
-      schema: { params: EndpointParams, querystring: RequestsQuery },
-      onRequest: async (request) => {
-        // The key first: without one the query is never looked at (as on the other queue routes).
-        principals.set(request, await authenticate(deps.accounts, request));
-      },
-    },
+    { schema: { params: EndpointParams, querystring: RequestsQuery } },
     async (request, reply) => {
-      const principal = principals.get(request) ?? (await authenticate(deps.accounts, request));
+      const principal = await authenticate(deps.accounts, request);
       const user = requireUser(principal, 'read', request.params.endpointId);
       const endpoint = await deps.resources.getEndpoint(user.user.id, request.params.endpointId);
       const limit = request.query.limit ?? 50;

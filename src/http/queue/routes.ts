@@ -36,20 +36,11 @@ function checkWebhook(url: string | undefined): void {
 export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
   const { engine, accounts, resources } = deps;
 
-  /**
-   * The key is checked first (onRequest), before the body is read or anything is validated: a caller without a valid
-   * key gets 401 whatever it sent, and cannot make the server parse megabytes of JSON.
-   */
-  const principals = new WeakMap<FastifyRequest, Principal>();
-  const keyFirst = async (request: FastifyRequest): Promise<void> => {
-    principals.set(request, await authenticate(accounts, request));
-  };
-
   async function endpointFor(
     request: FastifyRequest<{ Params: EP }>,
     access: Access,
   ): Promise<{ endpoint: Endpoint; principal: Principal }> {
-    const principal = principals.get(request) ?? (await authenticate(accounts, request));
+    const principal = await authenticate(accounts, request);
     const endpointId = request.params.endpointId;
     const user = requireUser(principal, access, endpointId);
     const endpoint = await resources.getEndpoint(user.user.id, endpointId);
@@ -59,7 +50,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
   /** The stream cursor belongs to the caller's key: two clients reading one stream each see every chunk. */
   const consumerOf = (p: Principal): string => (p.kind === 'user' ? `key:${p.key.id}` : `worker:${p.worker.id}`);
 
-  const post = { schema: { params: EndpointParams, body: SubmitBody }, onRequest: keyFirst };
+  const post = { schema: { params: EndpointParams, body: SubmitBody } };
 
   app.post<{ Params: EP; Body: Submission }>(
     '/v2/:endpointId/run',
@@ -105,7 +96,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
         : await engine.setTtl(endpoint.id, request.params.jobId, request.query.ttl);
     return sendJson(reply, withQueueReason(statusBody(job, engine.clock.now()), job, deps.fleetStatus));
   };
-  const statusOpts = { schema: { params: JobParams, querystring: StatusQuery }, onRequest: keyFirst };
+  const statusOpts = { schema: { params: JobParams, querystring: StatusQuery } };
   type StatusRoute = { Params: JP; Querystring: { ttl?: number } };
   app.get<StatusRoute>('/v2/:endpointId/status/:jobId', statusOpts, status);
   app.post<StatusRoute>('/v2/:endpointId/status/:jobId', statusOpts, status);
@@ -123,7 +114,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
     );
     return sendJson(reply, withQueueReason(statusBody(job, engine.clock.now()), job, deps.fleetStatus));
   };
-  const waitOpts = { schema: { params: JobParams, querystring: WaitQuery }, onRequest: keyFirst };
+  const waitOpts = { schema: { params: JobParams, querystring: WaitQuery } };
   type WaitRoute = { Params: JP; Querystring: { wait?: number } };
   app.get<WaitRoute>('/v2/:endpointId/status-sync/:jobId', waitOpts, statusSync);
   app.post<WaitRoute>('/v2/:endpointId/status-sync/:jobId', waitOpts, statusSync);
@@ -147,7 +138,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.post<{ Params: JP }>(
     '/v2/:endpointId/cancel/:jobId',
-    { schema: { params: JobParams }, onRequest: keyFirst },
+    { schema: { params: JobParams } },
     async (request, reply) => {
       const { endpoint } = await endpointFor(request, 'write');
       const job = await engine.cancel(endpoint.id, request.params.jobId);
@@ -157,7 +148,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.post<{ Params: JP }>(
     '/v2/:endpointId/retry/:jobId',
-    { schema: { params: JobParams }, onRequest: keyFirst },
+    { schema: { params: JobParams } },
     async (request, reply) => {
       const { endpoint } = await endpointFor(request, 'write');
       const job = await engine.retry(endpoint.id, request.params.jobId);
@@ -167,7 +158,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.post<{ Params: EP }>(
     '/v2/:endpointId/purge-queue',
-    { schema: { params: EndpointParams }, onRequest: keyFirst },
+    { schema: { params: EndpointParams } },
     async (request, reply) => {
       const { endpoint } = await endpointFor(request, 'write');
       const removed = await engine.purge(endpoint.id);
@@ -175,15 +166,11 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
     },
   );
 
-  app.get<{ Params: EP }>(
-    '/v2/:endpointId/health',
-    { schema: { params: EndpointParams }, onRequest: keyFirst },
-    async (request, reply) => {
-      const { endpoint } = await endpointFor(request, 'read');
-      return sendJson(
-        reply,
-        JSON.stringify(await endpointHealth(deps.store, endpoint.id, deps.fleetStatus?.(endpoint.id))),
-      );
-    },
-  );
+  app.get<{ Params: EP }>('/v2/:endpointId/health', { schema: { params: EndpointParams } }, async (request, reply) => {
+    const { endpoint } = await endpointFor(request, 'read');
+    return sendJson(
+      reply,
+      JSON.stringify(await endpointHealth(deps.store, endpoint.id, deps.fleetStatus?.(endpoint.id))),
+    );
+  });
 }

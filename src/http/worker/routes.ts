@@ -85,6 +85,17 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
     }
   }
 
+  /**
+   * The polls check the key first too (as every API route does, plugins/auth.ts), but hold a refusal: they opt out
+   * of the plain check and run this one.
+   */
+  const poll = {
+    config: { ownKeyCheck: true },
+    onRequest: async (request: FastifyRequest): Promise<void> => {
+      await refusalsHeld(() => authenticate(accounts, request));
+    },
+  };
+
   const take = async (request: FastifyRequest<{ Params: WP }>, batch: boolean) => {
     const { value: workerId, query } = unglue(request.params.workerId, request.query as Record<string, unknown>);
     const { worker, endpoint } = await refusalsHeld(() => workerAndEndpoint(request, workerId));
@@ -94,7 +105,7 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
 
   app.get<{ Params: WP }>(
     '/v2/:endpointId/job-take/:workerId',
-    { schema: { params: WorkerParams } },
+    { ...poll, schema: { params: WorkerParams } },
     async (request, reply) => {
       const { worker, max, version } = await take(request, false);
       const signal = clientGone(request, reply);
@@ -110,7 +121,7 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
 
   app.get<{ Params: WP }>(
     '/v2/:endpointId/job-take-batch/:workerId',
-    { schema: { params: WorkerParams } },
+    { ...poll, schema: { params: WorkerParams } },
     async (request, reply) => {
       const { worker, max, version } = await take(request, true);
       const signal = clientGone(request, reply);
@@ -126,7 +137,7 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
 
   app.get<{ Params: WP }>(
     '/v2/:endpointId/job-stop/:workerId',
-    { schema: { params: WorkerParams } },
+    { ...poll, schema: { params: WorkerParams } },
     async (request, reply) => {
       const { value: workerId } = unglue(request.params.workerId, {});
       const worker = await refusalsHeld(() => workerFor(request, workerId));
