@@ -101,6 +101,45 @@ describe("runpodctl's documents (facts §4)", () => {
     expect(ok(await run(get, { id: 'nosuchtpl0' }), 'podTemplate')).toBeNull();
   });
 
+  it('template create with port labels: the REST create, then saveTemplate with dockerArgs in JSON form', async () => {
+    const created = await t.api('POST', '/v1/templates', {
+      name: 'ctl-tpl-labels',
+      imageName: 'runpod/worker:1',
+      isServerless: true,
+      ports: ['8000/http'],
+      dockerEntrypoint: ['/bin/sh', '-c'],
+      dockerStartCmd: ['python handler.py'],
+      containerDiskInGb: 10,
+    });
+    expect(created.status, created.text).toBe(200);
+    const save = `mutation UpdateTemplatePortLabels($input: SaveTemplateInput) { saveTemplate(input: $input) { id dockerArgs } }`;
+    const input = {
+      id: created.json.id,
+      name: 'ctl-tpl-labels',
+      imageName: 'runpod/worker:1',
+      containerDiskInGb: 10,
+      containerRegistryAuthId: '',
+      dockerArgs: JSON.stringify({ cmd: ['python handler.py'], entrypoint: ['/bin/sh', '-c'] }),
+      env: [],
+      ports: '8000/http',
+      portsConfig: [{ port: '8000', name: 'api' }],
+      volumeInGb: 20,
+      isPublic: false,
+      isServerless: true,
+      startJupyter: false,
+      startSsh: false,
+      advancedStart: false,
+      readme: '',
+      volumeMountPath: '/workspace',
+      category: 'NVIDIA',
+    };
+    const saved = ok(await run(save, { input }), 'saveTemplate');
+    // Read back in the same form, so that saving what was read keeps both.
+    expect(JSON.parse(saved.dockerArgs)).toEqual({ cmd: ['python handler.py'], entrypoint: ['/bin/sh', '-c'] });
+    const back = await t.api('GET', `/v1/templates/${created.json.id}`);
+    expect(back.json).toMatchObject({ dockerEntrypoint: ['/bin/sh', '-c'], dockerStartCmd: ['python handler.py'] });
+  });
+
   it('gpu list, datacenter list and user', async () => {
     const gpus = ok(
       await run('query { gpuTypes { id displayName memoryInGb secureCloud communityCloud } }', null),

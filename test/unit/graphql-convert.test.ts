@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { DATA_CENTER_IDS } from '../../src/domain/index.ts';
 import {
+  commandToDockerArgs,
   countryOf,
   dataCentersToLocations,
+  dockerArgsToCommand,
   joinArgs,
   locationsToDataCenters,
   portsFromString,
@@ -23,6 +25,29 @@ describe('dockerArgs ↔ argv', () => {
       expect(splitArgs('f', joinArgs(argv))).toEqual(argv);
     }
     expect(joinArgs(['node', 'worker.ts', 'hello world'])).toBe('node worker.ts "hello world"');
+  });
+
+  it("reads runpodctl's JSON form (cmd and entrypoint) and writes it back when there is an entrypoint", () => {
+    const json = '{"cmd":["python handler.py"],"entrypoint":["/bin/sh","-c"]}';
+    expect(dockerArgsToCommand('dockerArgs', json)).toEqual({
+      dockerStartCmd: ['python handler.py'],
+      dockerEntrypoint: ['/bin/sh', '-c'],
+    });
+    expect(dockerArgsToCommand('dockerArgs', '{"cmd":["a"]}')).toEqual({ dockerStartCmd: ['a'] });
+    // Not JSON: a command line that happens to start with a brace.
+    expect(dockerArgsToCommand('dockerArgs', '{a,b} c')).toEqual({ dockerStartCmd: ['{a,b}', 'c'] });
+    expect(() => dockerArgsToCommand('dockerArgs', '{"cmd":"python"}')).toThrow(/dockerArgs as JSON must be/);
+    expect(() => dockerArgsToCommand('dockerArgs', '{"args":[]}')).toThrow(/dockerArgs as JSON must be/);
+    // Round trips: the command line without an entrypoint, the JSON form with one.
+    for (const t of [
+      { dockerStartCmd: ['python', '-u', 'x.py'], dockerEntrypoint: [] },
+      { dockerStartCmd: ['python handler.py'], dockerEntrypoint: ['/bin/sh', '-c'] },
+      { dockerStartCmd: [], dockerEntrypoint: ['/start.sh'] },
+    ]) {
+      const back = dockerArgsToCommand('dockerArgs', commandToDockerArgs(t));
+      expect({ dockerEntrypoint: [], ...back }).toEqual(t);
+    }
+    expect(commandToDockerArgs({ dockerStartCmd: ['node', 'w.ts'], dockerEntrypoint: [] })).toBe('node w.ts');
   });
 });
 

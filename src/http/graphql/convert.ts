@@ -81,6 +81,55 @@ export function joinArgs(args: readonly string[]): string {
   return args.map((a) => (a !== '' && !/[\s"'\\]/.test(a) ? a : `"${a.replace(/(["\\])/g, '\\$1')}"`)).join(' ');
 }
 
+/** A template's command as `dockerArgs` carries it. `entrypoint` undefined: the form did not say (left as it is). */
+export interface DockerCommand {
+  dockerStartCmd: string[];
+  dockerEntrypoint?: string[];
+}
+
+/**
+ * `dockerArgs` → the template's command. Two forms: a command line (`python -u handler.py`, the start command), or
+ * the JSON object `{"cmd": [...], "entrypoint": [...]}` in which runpodctl sends both (its `saveTemplate` after a
+ * REST create with port labels or a readme). Text that starts with `{` but is not JSON is a command line.
+ */
+export function dockerArgsToCommand(field: string, text: string | null | undefined): DockerCommand {
+  const s = (text ?? '').trim();
+  if (s.startsWith('{')) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(s);
+    } catch {
+      return { dockerStartCmd: splitArgs(field, text) };
+    }
+    const isArgs = (v: unknown): v is string[] => Array.isArray(v) && v.every((a) => typeof a === 'string');
+    const o = parsed as Record<string, unknown>;
+    const keysKnown = Object.keys(o).every((k) => k === 'cmd' || k === 'entrypoint');
+    if (
+      !keysKnown ||
+      !(o['cmd'] === undefined || isArgs(o['cmd'])) ||
+      !(o['entrypoint'] === undefined || isArgs(o['entrypoint']))
+    ) {
+      throw invalid(field, 'as JSON must be {"cmd": [strings], "entrypoint": [strings]}');
+    }
+    const command: DockerCommand = { dockerStartCmd: isArgs(o['cmd']) ? o['cmd'] : [] };
+    if (isArgs(o['entrypoint'])) command.dockerEntrypoint = o['entrypoint'];
+    return command;
+  }
+  return { dockerStartCmd: splitArgs(field, text) };
+}
+
+/**
+ * The template's command as `dockerArgs`: the command line, or the JSON form when there is an entrypoint too, so
+ * that a client that reads `dockerArgs` and saves it back (runpodctl, the Python SDK) loses neither.
+ */
+export function commandToDockerArgs(t: {
+  dockerStartCmd: readonly string[];
+  dockerEntrypoint: readonly string[];
+}): string {
+  if (t.dockerEntrypoint.length === 0) return joinArgs(t.dockerStartCmd);
+  return JSON.stringify({ cmd: t.dockerStartCmd, entrypoint: t.dockerEntrypoint });
+}
+
 /** The country of a data center id: `US-TX-3` → US, `EU-RO-1` → RO, `EUR-IS-1` → IS. */
 export function countryOf(dataCenterId: string): string {
   const [first = '', second = ''] = dataCenterId.split('-');

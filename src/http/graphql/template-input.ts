@@ -6,7 +6,15 @@
  */
 import { TEMPLATE_DEFAULTS, type Template, type TemplateInput } from '../../domain/index.ts';
 import { invalid } from './context.ts';
-import { envFromList, envToList, intIn, joinArgs, portsFromString, splitArgs, type EnvPair } from './convert.ts';
+import {
+  commandToDockerArgs,
+  dockerArgsToCommand,
+  envFromList,
+  envToList,
+  intIn,
+  portsFromString,
+  type EnvPair,
+} from './convert.ts';
 
 export interface GqlTemplateInput {
   id?: string | null;
@@ -35,7 +43,7 @@ export function templateFields(input: GqlTemplateInput): Partial<TemplateInput> 
   }
   const out: Partial<TemplateInput> & { name: string } = {
     name,
-    dockerStartCmd: splitArgs('dockerArgs', input.dockerArgs),
+    ...dockerArgsToCommand('dockerArgs', input.dockerArgs),
     containerDiskInGb: intIn('containerDiskInGb', input.containerDiskInGb, 0, 10_000),
     volumeInGb: intIn('volumeInGb', input.volumeInGb, 0, 10_000),
     volumeMountPath: input.volumeMountPath?.trim() || TEMPLATE_DEFAULTS.volumeMountPath,
@@ -57,7 +65,7 @@ export function podTemplateView(t: Template) {
     id: t.id,
     name: t.name,
     imageName: t.imageName,
-    dockerArgs: joinArgs(t.dockerStartCmd),
+    dockerArgs: commandToDockerArgs(t),
     containerDiskInGb: t.containerDiskInGb,
     volumeInGb: t.volumeInGb,
     volumeMountPath: t.volumeMountPath,

@@ -5,7 +5,7 @@
 import type { Endpoint, Template, WorkerRecord } from '../../../domain/index.ts';
 import { WharfError } from '../../../errors/index.ts';
 import { required, type GqlContext, type ResolverMap } from '../context.ts';
-import { joinArgs } from '../convert.ts';
+import { commandToDockerArgs } from '../convert.ts';
 
 function podView(ctx: GqlContext, w: WorkerRecord, e: Endpoint, t: Template | null) {
   const now = ctx.deps.engine.clock.now();
@@ -18,7 +18,7 @@ function podView(ctx: GqlContext, w: WorkerRecord, e: Endpoint, t: Template | nu
     podType: 'SERVERLESS',
     endpointId: e.id,
     imageName: t?.imageName ?? null,
-    dockerArgs: t ? joinArgs(t.dockerStartCmd) : null,
+    dockerArgs: t ? commandToDockerArgs(t) : null,
     dockerId: null,
     // Pod env is a list of "KEY=value" strings (the SDKs select it without a sub-selection).
     env: Object.entries({ ...t?.env, ...e.env }).map(([k, v]) => `${k}=${v}`),
