@@ -168,6 +168,35 @@ export const TEMPLATE_DEFAULTS = {
   volumeMountPath: '/workspace',
 } as const satisfies Omit<Template, 'id' | 'userId' | 'name' | 'imageName' | 'createdAt'>;
 
+/**
+ * Whether an endpoint's dataCenterIds allow any data center: none named (GraphQL's empty `locations`), or every one
+ * (REST's default). A node whose --data-center-id is a name of its own runs them too.
+ */
+export function allowsAnyDataCenter(dataCenterIds: readonly string[]): boolean {
+  return dataCenterIds.length === 0 || DATA_CENTER_IDS.every((dc) => dataCenterIds.includes(dc));
+}
+
+/** GB of memory per vCPU of a CPU flavor's family: `c` compute-optimised, `g` general purpose. */
+const CPU_GB_PER_VCPU: Record<string, number> = { c: 2, g: 4 };
+
+/**
+ * The instance ids (`cpu3g-4-16`: flavor, vCPUs, GB) of a CPU endpoint, which GraphQL reads and writes: those it has
+ * when they still name its flavors and vCPU count, else one per flavor (a CPU endpoint created or changed over REST,
+ * which sets cpuFlavorIds and vcpuCount). A GPU endpoint has none.
+ */
+export function cpuInstanceIds(
+  e: Pick<Endpoint, 'computeType' | 'cpuFlavorIds' | 'vcpuCount' | 'instanceIds'>,
+): string[] {
+  if (e.computeType !== 'CPU') return [];
+  const parts = e.instanceIds.map((id) => /^(cpu\d[a-z])-(\d+)-\d+$/.exec(id));
+  const current =
+    e.instanceIds.length > 0 &&
+    parts.every((m) => m !== null && e.cpuFlavorIds.includes(m[1]!) && Number(m[2]) === e.vcpuCount) &&
+    e.cpuFlavorIds.every((f) => parts.some((m) => m![1] === f));
+  if (current) return e.instanceIds;
+  return e.cpuFlavorIds.map((f) => `${f}-${e.vcpuCount}-${e.vcpuCount * (CPU_GB_PER_VCPU[f.slice(-1)] ?? 4)}`);
+}
+
 /** Fields whose change makes running workers outdated (they are rolled). */
 export function endpointVersionChanged(before: Endpoint, after: Endpoint): boolean {
   return before.templateId !== after.templateId || JSON.stringify(before.env) !== JSON.stringify(after.env);

@@ -1,5 +1,6 @@
 import {
   checkEndpointRules,
+  cpuInstanceIds,
   ENDPOINT_DEFAULTS,
   endpointVersionChanged,
   newEndpointId,
@@ -133,6 +134,7 @@ export class Resources {
       createdAt: Date.now(),
     };
     if (e.gpuIds === '' && e.gpuTypeIds.length > 0) e.gpuIds = e.gpuTypeIds.join(',');
+    e.instanceIds = cpuInstanceIds(e);
     checkRules(e);
     await this.checkVolumes(userId, e);
     await this.store.createEndpoint(e);
@@ -164,6 +166,7 @@ export class Resources {
     const before = await this.getEndpoint(userId, id);
     const after: Endpoint = { ...before, ...stripUndefined(patch) };
     if (patch.gpuTypeIds !== undefined && patch.gpuIds === undefined) after.gpuIds = after.gpuTypeIds.join(',');
+    after.instanceIds = cpuInstanceIds(after);
     if (after.templateId !== before.templateId) {
       const template = await this.templateFor(userId, after.templateId);
       this.checkImage(template.imageName);

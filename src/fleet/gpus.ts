@@ -4,6 +4,7 @@
  * Pool ids and GPU type ids are the exact strings of spec/rest-graphql-facts.md (§1.2 GPU_TYPE_IDS, §2.3 gpuIds).
  */
 import { execFile } from 'node:child_process';
+import { allowsAnyDataCenter } from '../domain/index.ts';
 
 export interface Gpu {
   index: string;
@@ -270,7 +271,7 @@ export class GpuInventory {
 
   private dataCenterMatches(request: GpuRequest): boolean {
     const dcs = request.dataCenterIds ?? [];
-    return dcs.length === 0 || dcs.some((dc) => dc.trim() === this.dataCenterId);
+    return allowsAnyDataCenter(dcs) || dcs.some((dc) => dc.trim() === this.dataCenterId);
   }
 
   /** The machine's type ids that the request accepts, in the request's priority order (machine order for "any"). */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { newWorkerId, type Endpoint, type WorkerRecord } from '../domain/index.ts';
+import { allowsAnyDataCenter, newWorkerId, type Endpoint, type WorkerRecord } from '../domain/index.ts';
 import { coerceError } from '../errors/index.ts';
 import { hashKey, usageOf, type Accounts, type Clock, type JobEngine, type WorkerGateway } from '../engine/index.ts';
 import type { SharedFleetStatus, Store } from '../store/index.ts';
@@ -242,7 +242,7 @@ export class Supervisor {
     }
 
     const request = gpuRequest(endpoint);
-    const dcOk = endpoint.dataCenterIds.length === 0 || endpoint.dataCenterIds.includes(this.o.dataCenterId);
+    const dcOk = allowsAnyDataCenter(endpoint.dataCenterIds) || endpoint.dataCenterIds.includes(this.o.dataCenterId);
     const capacity = dcOk ? this.d.inventory.capacityFor(request) : 0;
     const decision = decideScaling(
       {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DATA_CENTER_IDS } from '../../src/domain/index.ts';
 import { gql } from '../helpers/graphql.ts';
 import { request, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.ts';
 
@@ -170,6 +171,48 @@ describe('saveEndpoint fields and modify semantics', () => {
     expect(ep).toMatchObject({ computeType: 'CPU', instanceIds: ['cpu3g-4-16'], type: 'LB', flashBootType: 'OFF' });
     const stored = await t.server.store.getEndpoint(null, ep.id);
     expect(stored).toMatchObject({ computeType: 'CPU', cpuFlavorIds: ['cpu3g'], vcpuCount: 4 });
+  });
+
+  it('a CPU endpoint made over REST has the instance ids GraphQL reads, so saving what was read keeps it CPU', async () => {
+    const created = await t.api('POST', '/v1/endpoints', {
+      templateId,
+      name: 'restcpu',
+      computeType: 'CPU',
+      cpuFlavorIds: ['cpu5c'],
+      vcpuCount: 8,
+    });
+    expect(created.status, created.text).toBe(200);
+    expect(created.json.instanceIds).toEqual(['cpu5c-8-16']);
+    const read = `query { myself { endpoint(id: "${created.json.id}") { computeType instanceIds locations } } }`;
+    const seen = ok(await run(read), 'myself').endpoint;
+    expect(seen).toMatchObject({ computeType: 'CPU', instanceIds: ['cpu5c-8-16'] });
+    // runpodctl's read-modify-write: every field round-trips.
+    const save = `mutation Save($input: EndpointInput!) { saveEndpoint(input: $input) { id computeType instanceIds } }`;
+    const input = {
+      id: created.json.id,
+      name: 'restcpu',
+      templateId,
+      instanceIds: seen.instanceIds,
+      flashBootType: 'OFF',
+    };
+    expect(ok(await run(save, { input }), 'saveEndpoint')).toMatchObject({
+      computeType: 'CPU',
+      instanceIds: ['cpu5c-8-16'],
+    });
+    // A REST change of the vCPUs or flavors changes the instance ids with them.
+    const patched = await t.api('PATCH', `/v1/endpoints/${created.json.id}`, {
+      cpuFlavorIds: ['cpu3g', 'cpu5c'],
+      vcpuCount: 4,
+    });
+    expect(patched.json.instanceIds).toEqual(['cpu3g-4-16', 'cpu5c-4-8']);
+  });
+
+  it('empty locations (what the Python SDK sends) allow every data center, and REST reads them as every one', async () => {
+    const doc = `mutation { saveEndpoint(input: {name: "anywhere", templateId: "${templateId}", gpuIds: "AMPERE_16", locations: ""}) { id locations } }`;
+    const ep = ok(await run(doc), 'saveEndpoint');
+    expect(ep.locations ?? '').toBe('');
+    const rest = await t.api('GET', `/v1/endpoints/${ep.id}`);
+    expect(rest.json.dataCenterIds).toEqual([...DATA_CENTER_IDS]);
   });
 
   it('creates an inline template; refuses templateId and template together', async () => {

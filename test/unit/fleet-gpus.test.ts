@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { describe, expect, it } from 'vitest';
+import { DATA_CENTER_IDS } from '../../src/domain/index.ts';
 
 import {
   discoverGpus,
@@ -214,6 +215,16 @@ describe('GpuInventory', () => {
     expect(
       inv.allocate('a', { count: 1, acceptableTypes: ['NVIDIA A40'], dataCenterIds: ['US-TX-3', 'EU-RO-1'] }),
     ).toEqual({ ok: true, indices: ['4'], gpuTypeId: 'NVIDIA A40' });
+    // Every known data center named (REST's default) is "anywhere": a node with a name of its own qualifies.
+    const homeLab = new GpuInventory(parseDeclaredGpus('NVIDIA A40:1'), { dataCenterId: 'home-lab' });
+    expect(homeLab.allocate('a', { count: 1, acceptableTypes: [], dataCenterIds: [...DATA_CENTER_IDS] })).toMatchObject(
+      {
+        ok: true,
+      },
+    );
+    expect(
+      homeLab.allocate('b', { count: 1, acceptableTypes: [], dataCenterIds: DATA_CENTER_IDS.slice(1) }),
+    ).toMatchObject({ ok: false, reason: 'never-placeable' });
     expect(new GpuInventory([], { dataCenterId: 'X' }).allocate('a', { count: 1, acceptableTypes: [] })).toMatchObject({
       ok: false,
       reason: 'never-placeable',

@@ -16,6 +16,7 @@
 import type { V1ConfigMap, V1OwnerReference, V1PersistentVolumeClaim, V1Pod, V1Secret } from '@kubernetes/client-node';
 
 import { parseImageRef } from './docker-api.ts';
+import { allowsAnyDataCenter } from '../../domain/index.ts';
 import type { WorkerSpec } from './types.ts';
 
 export const LABEL_MANAGED = 'wharf.managed';
@@ -206,7 +207,9 @@ export function workerPod(
   }
   const nodeSelector: Record<string, string> = {};
   if (gpus > 0 && spec.gpuTypeId) nodeSelector[o.gpuTypeLabel] = gpuProductValue(spec.gpuTypeId);
-  const dataCenters = (spec.dataCenterIds ?? []).map(labelValue).filter((v) => v !== '');
+  // Every data center allowed: no restriction (nodes labelled with names of their own qualify too).
+  const allowed = spec.dataCenterIds ?? [];
+  const dataCenters = allowsAnyDataCenter(allowed) ? [] : allowed.map(labelValue).filter((v) => v !== '');
   const pod: V1Pod = {
     apiVersion: 'v1',
     kind: 'Pod',

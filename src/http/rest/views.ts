@@ -1,4 +1,10 @@
-import type { Endpoint, NetworkVolume, Template, WorkerRecord } from '../../domain/index.ts';
+import {
+  DATA_CENTER_IDS,
+  type Endpoint,
+  type NetworkVolume,
+  type Template,
+  type WorkerRecord,
+} from '../../domain/index.ts';
 
 /** REST v1 representations (spec/rest-v1.openapi.json `Template`, `Endpoint`, `Pod`). */
 export function templateView(t: Template) {
@@ -111,7 +117,8 @@ export function endpointView(
     type: e.type,
     computeType: e.computeType,
     createdAt: new Date(e.createdAt).toISOString(),
-    dataCenterIds: e.dataCenterIds,
+    // None named (GraphQL's empty `locations`) reads as REST's default, every one: the same to placement.
+    dataCenterIds: e.dataCenterIds.length > 0 ? e.dataCenterIds : [...DATA_CENTER_IDS],
     env: e.env,
     executionTimeoutMs: e.executionTimeoutMs,
     flashboot: e.flashboot,
