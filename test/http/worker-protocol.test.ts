@@ -464,6 +464,29 @@ describe('job-take', () => {
   });
 });
 
+describe('HEAD changes nothing', () => {
+  it('no HEAD on job-take, job-take-batch, job-stop or /stream: the job, the stop order and the chunks stay', async () => {
+    const ep = await createEndpoint(t);
+    const workerId = wid('head');
+    const base = `${t.url}/v2/${ep}`;
+    const head = (path: string, key = t.key) =>
+      request(`${base}/${path}`, 'HEAD', undefined, { headers: { authorization: key } });
+    const id = await submit(ep, { head: 1 });
+    for (const path of [`job-take/${workerId}?gpu=x`, `job-take-batch/${workerId}?gpu=x&batch_size=2`]) {
+      expect((await head(path)).status).toBe(404);
+    }
+    expect(await status(ep, id)).toMatchObject({ status: 'IN_QUEUE' });
+    const w = protocolWorker(t, ep, workerId);
+    expect((await w.take()).json.id).toBe(id);
+    expect((await w.stream(id, { output: 'c0' })).status).toBe(200);
+    expect((await head(`stream/${id}`)).status).toBe(404);
+    expect((await t.api('GET', `/v2/${ep}/stream/${id}`)).json.stream).toEqual([{ output: 'c0' }]);
+    await t.api('POST', `/v2/${ep}/cancel/${id}`);
+    expect((await head(`job-stop/${workerId}?gpu=x`)).status).toBe(404);
+    expect((await w.stops()).json).toEqual({ jobsToStop: [id] });
+  });
+});
+
 describe('job-stop', () => {
   it('returns {"jobsToStop":[...]} for cancelled jobs, once', async () => {
     const { ep, w, id } = await takenJob();

@@ -183,7 +183,8 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
   }
   app.get<{ Params: EP }>(
     '/v2/:endpointId/openai/v1/models',
-    { ...common, schema: { params: EndpointParams } },
+    // No HEAD: the models list runs a job.
+    { ...common, exposeHeadRoute: false, schema: { params: EndpointParams } },
     async (request, reply) => handle(request, reply, '/v1/models', {}, false),
   );
 }

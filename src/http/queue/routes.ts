@@ -133,7 +133,8 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
     );
     return sendJson(reply, streamBody(res.status, res.chunks));
   };
-  app.get<WaitRoute>('/v2/:endpointId/stream/:jobId', waitOpts, stream);
+  // No HEAD: a read of /stream moves the caller's cursor past the chunks it returns (HEAD would lose them).
+  app.get<WaitRoute>('/v2/:endpointId/stream/:jobId', { ...waitOpts, exposeHeadRoute: false }, stream);
   app.post<WaitRoute>('/v2/:endpointId/stream/:jobId', waitOpts, stream);
 
   app.post<{ Params: JP }>(

@@ -87,9 +87,11 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
 
   /**
    * The polls check the key first too (as every API route does, plugins/auth.ts), but hold a refusal: they opt out
-   * of the plain check and run this one.
+   * of the plain check and run this one. They have no HEAD twin: a HEAD would hand out jobs or stop orders and drop
+   * them with the body.
    */
   const poll = {
+    exposeHeadRoute: false,
     config: { ownKeyCheck: true },
     onRequest: async (request: FastifyRequest): Promise<void> => {
       await refusalsHeld(() => authenticate(accounts, request));
