@@ -20,7 +20,7 @@ export function parseWorkerJson(raw: string): Record<string, unknown> {
     throw new WharfError(
       'VALIDATION_FAILED',
       { reason: 'the body must be a JSON object' },
-      { details: { field: 'body' } },
+      { details: [{ field: 'body', message: 'must be a JSON object' }] },
     );
   }
   return value as Record<string, unknown>;
@@ -54,7 +54,7 @@ export function streamChunks(raw: string): string[] {
     throw new WharfError(
       'VALIDATION_FAILED',
       { reason: 'a stream chunk needs an `output` member' },
-      { details: { field: 'output' } },
+      { details: [{ field: 'output', message: 'is required' }] },
     );
   }
   const text = JSON.stringify(body);

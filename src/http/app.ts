@@ -46,6 +46,13 @@ export interface AppOptions {
 export const CLIENT_TIMEOUTS = { headersMs: 30_000, requestMs: 120_000, checkEveryMs: 5_000 };
 
 /**
+ * The routes that take a body whatever its content type says: worker posts (the official SDK labels its JSON
+ * form-urlencoded, spec §1.10) and GraphQL (`application/graphql`, and clients that label JSON as text). Every other
+ * route answers a non-empty body that is not labelled JSON with 415.
+ */
+const ANY_CONTENT_TYPE = /^\/v2\/:endpointId\/(job-done|job-stream)\/|^\/graphql$/;
+
+/**
  * Bodies are read as text and parsed here, for three reasons: worker result posts carry JSON under a
  * form-urlencoded content type (spec §1.10); the raw text is kept for them; and an empty body with a JSON content
  * type (clients send one on /cancel and /purge-queue) is "no body", not an error.
@@ -65,9 +72,15 @@ function registerBodyParsers(app: FastifyInstance): void {
       done(new WharfError('INVALID_JSON', { reason: (error as Error).message }), undefined);
     }
   });
+  // Fastify's own text/plain parser would take those bodies past the check below.
+  app.removeContentTypeParser('text/plain');
   app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string;
     keep(request, text);
+    if (text !== '' && !ANY_CONTENT_TYPE.test(request.routeOptions.url ?? '')) {
+      const contentType = request.headers['content-type'] ?? 'none';
+      return done(new WharfError('UNSUPPORTED_MEDIA_TYPE', { contentType }), undefined);
+    }
     done(null, text === '' ? undefined : text);
   });
 }

@@ -102,6 +102,17 @@ describe.each(['run', 'runsync'])('POST /%s validation', (route) => {
     expect(res.json).toMatchObject({ code: 'INVALID_JSON', message: expect.any(String) });
   });
 
+  it('a body not labelled JSON → 415 UNSUPPORTED_MEDIA_TYPE naming its content type', async () => {
+    for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'application/vnd.api+json']) {
+      const res = await t.api('POST', path(), undefined, {
+        raw: '{"input": {"a": 1}}',
+        headers: { 'content-type': contentType },
+      });
+      expect(res.status, res.text).toBe(415);
+      expect(res.json).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE', message: expect.stringContaining(contentType) });
+    }
+  });
+
   it('accepts the policy bounds themselves', async () => {
     for (const policy of [
       { ttl: 10_000, executionTimeout: 5000 },

@@ -63,6 +63,15 @@ describe('templates', () => {
       'volumeInGb',
     );
     expectError(await t.api('POST', '/v1/templates', template({ bogus: 1 })), 400, 'VALIDATION_FAILED', 'bogus');
+    // curl -d without a content type sends form-urlencoded: 415, not a puzzling "body must be object".
+    expectError(
+      await t.api('POST', '/v1/templates', undefined, {
+        raw: JSON.stringify(template({})),
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
     expectError(await t.api('GET', '/v1/templates/nosuchtpl1'), 404, 'TEMPLATE_NOT_FOUND');
     expectError(await t.api('PATCH', '/v1/templates/nosuchtpl1', { readme: '' }), 404, 'TEMPLATE_NOT_FOUND');
     expectError(await t.api('DELETE', '/v1/templates/nosuchtpl1'), 404, 'TEMPLATE_NOT_FOUND');
