@@ -100,6 +100,19 @@ export function jobTimes(job: Job, now: number): { delayTime?: number; execution
 }
 
 /** When results of a finished job are deleted: never later than the job's ttl. */
+/**
+ * A running job past its executionTimeout: timed out, even in the moment before the sweep marks it TIMED_OUT. Its
+ * worker's posts are refused from then on (the deadline is the take's time plus the timeout, as `deadline_at`).
+ */
+export function pastDeadline(job: Pick<Job, 'status' | 'startedAt' | 'policy'>, now: number): boolean {
+  return job.status === 'IN_PROGRESS' && job.startedAt !== null && job.startedAt + job.policy.executionTimeoutMs <= now;
+}
+
+/** A finished job whose results are past their retention: gone, even in the moment before the sweep deletes it. */
+export function resultsExpired(job: Pick<Job, 'completedAt' | 'retentionMs' | 'expiresAt'>, now: number): boolean {
+  return job.completedAt !== null && resultsExpireAt(job, job.completedAt) <= now;
+}
+
 export function resultsExpireAt(job: Pick<Job, 'retentionMs' | 'expiresAt'>, completedAt: number): number {
   return Math.min(completedAt + job.retentionMs, job.expiresAt);
 }

@@ -2,6 +2,7 @@ import {
   isTerminal,
   newJobId,
   POLICY,
+  resultsExpired,
   RETENTION,
   type Endpoint,
   type Job,
@@ -202,7 +203,10 @@ export class JobEngine {
   private async peekJob(endpointId: string, jobId: string): Promise<Job> {
     const job = await this.store.getJob(endpointId, jobId);
     // Past its ttl the job is gone, even in the moment before a sweep deletes it.
-    if (job && job.expiresAt <= this.clock.now()) throw new WharfError('JOB_EXPIRED', { jobId });
+    const now = this.clock.now();
+    if (job && job.expiresAt <= now) throw new WharfError('JOB_EXPIRED', { jobId });
+    // Past its result retention likewise: not shown, not retried, in the moment before a sweep deletes it.
+    if (job && resultsExpired(job, now)) throw new WharfError('JOB_RESULTS_EXPIRED', { jobId });
     if (job) return job;
     throw await this.missingJobError(endpointId, jobId);
   }

@@ -148,6 +148,33 @@ describe('ttl', () => {
     }
   });
 
+  it('before any sweep: results past retention are gone (no status, no retry), a result past the timeout is refused', async () => {
+    const slowClock = new TestClock();
+    const slow = await startTestServer({ sweepIntervalMs: 60_000, takeWaitMs: 500 }, { clock: slowClock });
+    try {
+      const ep = await createEndpoint(slow);
+      const w = protocolWorker(slow, ep, 'w-slow');
+      // A /run job: results kept 30 minutes after it finished.
+      const failed = (await slow.api('POST', `/v2/${ep}/run`, { input: {} })).json.id;
+      expect((await w.take()).json.id).toBe(failed);
+      expect((await w.done(failed, { error: 'boom' })).status).toBe(200);
+      slowClock.advance(30 * 60_000 + 1);
+      expectGone(await slow.api('GET', `/v2/${ep}/status/${failed}`), 'JOB_RESULTS_EXPIRED');
+      expectGone(await slow.api('POST', `/v2/${ep}/retry/${failed}`), 'JOB_RESULTS_EXPIRED');
+
+      const late = (await slow.api('POST', `/v2/${ep}/run`, { input: {}, policy: { executionTimeout: 5_000 } })).json
+        .id;
+      expect((await w.take()).json.id).toBe(late);
+      slowClock.advance(5_001);
+      const res = await w.done(late, { output: 'late' });
+      expect(res.status, res.text).toBe(409);
+      expect(res.json.code).toBe('STALE_ATTEMPT');
+      expect((await slow.api('GET', `/v2/${ep}/status/${late}`)).json.output).toBeUndefined();
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('/status?ttl= shortens the lifespan (counted from submission)', async () => {
     const ep = await createEndpoint(t);
     const id = await submit(ep); // default ttl: 24 h
@@ -268,9 +295,9 @@ describe('result retention', () => {
   it('retention counts from completion, not submission', async () => {
     const ep = await createEndpoint(t);
     const w = newWorker(ep);
-    const id = await submit(ep);
+    const id = await submit(ep, { policy: { executionTimeout: 30 * MINUTE } });
     await w.take();
-    clock.advance(20 * MINUTE); // running for 20 minutes
+    clock.advance(20 * MINUTE); // running for 20 minutes (within its timeout)
     await w.done(id, { output: 'slow' });
     clock.advance(29 * MINUTE);
     await afterSweeps();

@@ -288,7 +288,8 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         });
         expect((await store.readChunks(ep, j.id, 'k')).chunks).toEqual([]);
         const [again] = await store.takeJobs(ep, 'w2', 1, T0 + 8);
-        expect(again).toMatchObject({ id: j.id, attempt: 2 });
+        // The lost-worker bound counts hand-outs since the retry.
+        expect(again).toMatchObject({ id: j.id, attempt: 1 });
         await store.finishJob(ep, j.id, 'w2', COMPLETED, T0 + 9);
         expect(await store.retryJob(ep, j.id, T0 + 10)).toMatchObject({ outcome: 'not_retryable' });
       });
@@ -341,6 +342,44 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(await store.takeStops('w1')).toEqual([j.id]);
         expect((await store.finishJob(ep, j.id, 'w1', COMPLETED, T0 + 5_200)).ok).toBe(false);
         expect(await store.retryJob(ep, j.id, T0 + 5_300)).toMatchObject({ outcome: 'queued' });
+      });
+
+      it("refuses a worker's posts once its attempt is past the execution timeout, before any sweep", async () => {
+        const j = await store.submitJob(
+          newJob(ep, { policy: { executionTimeoutMs: 5_000, lowPriority: false, ttlMs: 3_600_000 } }),
+        );
+        await store.takeJobs(ep, 'w1', 1, T0 + 100);
+        expect((await store.recordProgress(ep, j.id, 'w1', '"p"', T0 + 5_099)).ok).toBe(true);
+        expect(await store.recordProgress(ep, j.id, 'w1', '"p"', T0 + 5_100)).toMatchObject({
+          ok: false,
+          reason: 'stale',
+        });
+        expect(await store.appendChunks(ep, j.id, 'w1', ['{"output":1}'], T0 + 5_100)).toMatchObject({
+          ok: false,
+          reason: 'stale',
+        });
+        expect(await store.finishJob(ep, j.id, 'w1', COMPLETED, T0 + 5_100)).toMatchObject({
+          ok: false,
+          reason: 'stale',
+        });
+        expect(await store.timeoutJobs(T0 + 5_200, 10)).toMatchObject([{ job: { id: j.id, status: 'TIMED_OUT' } }]);
+      });
+
+      it('a retry starts the lost-worker count afresh and drops the stop order of the attempt before', async () => {
+        const j = await store.submitJob(
+          newJob(ep, { policy: { executionTimeoutMs: 5_000, lowPriority: false, ttlMs: 3_600_000 } }),
+        );
+        await store.takeJobs(ep, 'w1', 1, T0 + 100);
+        await store.timeoutJobs(T0 + 5_100, 10);
+        // w1 has not fetched its stop order when the job is retried and w1 takes it again.
+        expect(await store.retryJob(ep, j.id, T0 + 5_200)).toMatchObject({ outcome: 'queued' });
+        const [again] = await store.takeJobs(ep, 'w1', 1, T0 + 5_300);
+        expect(again).toMatchObject({ id: j.id, attempt: 1 });
+        expect(await store.takeStops('w1')).toEqual([]);
+        // With two hand-outs allowed, losing w1 now is the first loss: back to the queue, not FAILED.
+        const lost = await store.releaseWorkerJobs('w1', T0 + 6_000, 2, 'test');
+        expect(lost.requeued.map((x) => x.id)).toEqual([j.id]);
+        expect(lost.failed).toEqual([]);
       });
 
       it('gives the jobs of a silent worker back to the queue, then fails them after maxAttempts', async () => {

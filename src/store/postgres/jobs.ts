@@ -1,4 +1,4 @@
-import { resultsExpireAt, takeBatchSize, type Job, type TombstoneReason } from '../../domain/index.ts';
+import { pastDeadline, resultsExpireAt, takeBatchSize, type Job, type TombstoneReason } from '../../domain/index.ts';
 import { newJobRecord } from '../new-job.ts';
 import type { FencedOutcome, HandTo, JobStore, NewJob } from '../types.ts';
 import type { Conn, Db } from './db.ts';
@@ -24,6 +24,8 @@ async function fenced(c: Conn, endpointId: string, jobId: string, workerId: stri
   // Past its ttl the job is gone even if the sweep has not deleted it yet: late posts must not revive it.
   if (job.expiresAt <= now) return { ok: false, reason: 'not_found' } as const;
   if (job.status !== 'IN_PROGRESS' || job.workerId !== workerId) return { ok: false, reason: 'stale', job } as const;
+  // Past its executionTimeout the attempt is over even if the sweep has not marked it TIMED_OUT yet.
+  if (pastDeadline(job, now)) return { ok: false, reason: 'stale', job } as const;
   return { ok: true, job } as const;
 }
 
@@ -152,6 +154,7 @@ export function jobVerbs(db: Db): JobVerbs {
       const [row] = await db.query<JobRow>(
         `UPDATE jobs SET output = $1
          WHERE id = $2 AND endpoint_id = $3 AND status = 'IN_PROGRESS' AND worker_id = $4 AND expires_at > $5
+           AND deadline_at > $5
          RETURNING *`,
         [outputJson, jobId, endpointId, workerId, now],
       );
@@ -175,7 +178,7 @@ export function jobVerbs(db: Db): JobVerbs {
         `UPDATE jobs SET status = $1, output = $2, error = $3, completed_at = $4,
            results_expire_at = LEAST($4 + retention_ms, expires_at), deadline_at = NULL
          WHERE id = $5 AND endpoint_id = $6 AND status = 'IN_PROGRESS' AND worker_id = $7 AND expires_at > $4
-           AND webhook IS NULL
+           AND deadline_at > $4 AND webhook IS NULL
          RETURNING *`,
         [result.status, result.outputJson, result.errorJson, now, jobId, endpointId, workerId],
       );
@@ -265,12 +268,15 @@ export function jobVerbs(db: Db): JobVerbs {
         const job = await lockJob(c, endpointId, jobId);
         if (!job) return { outcome: 'not_found' } as const;
         if (job.status !== 'FAILED' && job.status !== 'TIMED_OUT') return { outcome: 'not_retryable', job } as const;
+        // A new start: the lost-worker bound counts hand-outs from here (attempt), and a stop order the last
+        // attempt's worker has not fetched yet must not stop this one if the same worker takes it.
         const r = await c.query<JobRow>(
           `UPDATE jobs SET status = 'IN_QUEUE', queued_at = $1, started_at = NULL, completed_at = NULL,
-             results_expire_at = NULL, deadline_at = NULL, worker_id = NULL, output = NULL, error = NULL
+             results_expire_at = NULL, deadline_at = NULL, worker_id = NULL, output = NULL, error = NULL, attempt = 0
            WHERE id = $2 RETURNING *`,
           [now, jobId],
         );
+        await c.query('DELETE FROM job_stops WHERE job_id = $1', [jobId]);
         await clearStreams(c, [jobId]);
         return { outcome: 'queued', job: toJob(r.rows[0]!) } as const;
       });

@@ -1,5 +1,6 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import {
+  pastDeadline,
   resultsExpireAt,
   takeBatchSize,
   type Job,
@@ -130,6 +131,8 @@ export class SqliteJobs {
     // Past its ttl the job is gone even if the sweep has not deleted it yet: late posts must not revive it.
     if (job.expiresAt <= now) return { ok: false, reason: 'not_found' };
     if (job.status !== 'IN_PROGRESS' || job.workerId !== workerId) return { ok: false, reason: 'stale', job };
+    // Past its executionTimeout the attempt is over even if the sweep has not marked it TIMED_OUT yet.
+    if (pastDeadline(job, now)) return { ok: false, reason: 'stale', job };
     return { ok: true, job };
   }
 
@@ -218,10 +221,13 @@ export class SqliteJobs {
     if (!r) return { outcome: 'not_found' };
     const job = toJob(r);
     if (job.status !== 'FAILED' && job.status !== 'TIMED_OUT') return { outcome: 'not_retryable', job };
+    // A new start: the lost-worker bound counts hand-outs from here (attempt), and a stop order the last attempt's
+    // worker has not fetched yet must not stop this one if the same worker takes it.
     this.q(
       `UPDATE jobs SET status = 'IN_QUEUE', queued_at = ?, started_at = NULL, completed_at = NULL, results_expire_at = NULL,
-         deadline_at = NULL, worker_id = NULL, output = NULL, error = NULL WHERE id = ?`,
+         deadline_at = NULL, worker_id = NULL, output = NULL, error = NULL, attempt = 0 WHERE id = ?`,
     ).run(now, jobId);
+    this.q('DELETE FROM job_stops WHERE job_id = ?').run(jobId);
     this.clearStream(jobId);
     const updated = this.row(endpointId, jobId)!;
     return { outcome: 'queued', job: toJob(updated) };
