@@ -52,6 +52,8 @@ export class WorkerGateway implements TakeHandOff {
   private readonly engine: JobEngine;
   private readonly opts: WorkerGatewayOptions;
   private readonly lastTouch = new Map<string, number>();
+  /** When this node retired workers joined from outside (see outsideRetirementOver). */
+  private readonly outsideRetiredAt = new Map<string, number>();
   /** Workers that asked to be recycled (stopPod) or were retired by the supervisor. */
   readonly onRetire = new Set<(worker: WorkerRecord) => void>();
   /** Takes waiting for work, per endpoint, in the order they began waiting (a Set keeps insertion order). */
@@ -97,14 +99,21 @@ export class WorkerGateway implements TakeHandOff {
       return (await current()) ?? viaWorkerKey;
     }
     const existing = await current();
-    if (existing) {
-      if (existing.endpointId !== endpoint.id) {
-        throw new WharfError('FORBIDDEN', { action: `use worker id ${workerId}, which belongs to another endpoint` });
+    const now = this.clock.now();
+    if (existing && existing.endpointId !== endpoint.id && !(await this.abandoned(existing, now))) {
+      throw new WharfError('FORBIDDEN', {
+        action: `use worker id ${workerId}: a live worker of another endpoint has it (give each worker a RUNPOD_POD_ID of its own)`,
+      });
+    }
+    if (existing && existing.endpointId === endpoint.id) {
+      if (this.outsideRetirementOver(existing, now)) {
+        await this.store.touchWorker(workerId, now, { state: 'idle', reason: null, retired: false });
+        return { ...existing, state: 'idle', reason: null, retired: false, lastSeenAt: now };
       }
       // A managed worker's id with the owner's key: allowed (the owner may debug it); fenced as usual.
       return existing;
     }
-    const now = this.clock.now();
+    this.outsideRetiredAt.delete(workerId);
     const worker: WorkerRecord = {
       id: workerId,
       endpointId: endpoint.id,
@@ -122,6 +131,30 @@ export class WorkerGateway implements TakeHandOff {
     await this.store.upsertWorker(worker);
     this.lastTouch.set(workerId, now);
     return worker;
+  }
+
+  /**
+   * A worker joined from outside that was retired (stopPod, a failed fitness check) cannot be recycled by Wharf:
+   * that is its operator's to do (the official SDK exits after a failed check, and after its results when
+   * `refresh_worker` is configured). It gets no job for a lease's time after its retirement, long enough for its
+   * process to be replaced, and is then taken back: it must not stay refused for good. A retirement this node did
+   * not see (before a restart, on another node) is over at once.
+   */
+  private outsideRetirementOver(worker: WorkerRecord, now: number): boolean {
+    if (worker.managed || !worker.retired) return false;
+    const at = this.outsideRetiredAt.get(worker.id);
+    if (at !== undefined && now - at <= this.opts.leaseMs) return false;
+    this.outsideRetiredAt.delete(worker.id);
+    return true;
+  }
+
+  /**
+   * Whether a worker id held by another endpoint may be taken over: a worker joined from outside that has been
+   * silent for longer than a lease and holds no job (a machine that moved to another endpoint, an id reused).
+   */
+  private async abandoned(worker: WorkerRecord, now: number): Promise<boolean> {
+    if (worker.managed || now - worker.lastSeenAt <= this.opts.leaseMs) return false;
+    return (await this.store.workerJobIds(worker.id)).length === 0;
   }
 
   /** Renew the worker's lease. A worker that had lost its lease is alive again (its old jobs stay requeued). */
@@ -356,6 +389,7 @@ export class WorkerGateway implements TakeHandOff {
     if (report.unhealthy) {
       const reason = `fitness check ${report.unhealthy.check} failed: ${report.unhealthy.reason}`.slice(0, 500);
       await this.store.touchWorker(worker.id, now, { state: 'unhealthy', reason, retired: true });
+      if (!worker.managed) this.outsideRetiredAt.set(worker.id, now);
       this.announce(await this.store.releaseWorkerJobs(worker.id, now, this.opts.maxAttempts, reason));
       return;
     }
@@ -380,6 +414,7 @@ export class WorkerGateway implements TakeHandOff {
 
   async retire(worker: WorkerRecord, reason: string): Promise<void> {
     await this.store.touchWorker(worker.id, this.clock.now(), { retired: true, reason });
+    if (!worker.managed) this.outsideRetiredAt.set(worker.id, this.clock.now());
     const updated = { ...worker, retired: true, reason };
     for (const l of this.onRetire) {
       try {

@@ -440,6 +440,59 @@ describe('worker identity', () => {
     expect((await status(t, ep1, third)).status).toBe('IN_QUEUE');
   });
 
+  it("another tenant's live external worker holds its id; once silent for a lease, the id may be taken over", async () => {
+    const mine = await createEndpoint(t);
+    const bob = await t.server.accounts.createUser(`bob-${++seq}`);
+    const { key: bobKey } = await t.server.accounts.createKey(bob.id, 'bob', 'all');
+    const bobEp = await createEndpoint({ api: (m: string, p: string, b?: unknown) => t.api(m, p, b, { key: bobKey }) });
+    const shared = wid('my-gpu-box');
+    expect((await protocolWorker(t, bobEp, shared, bobKey).ping()).status).toBe(200);
+    const id = await submit(t, mine, {});
+    const refused = await protocolWorker(t, mine, shared).ping();
+    expect(refused.status).toBe(401);
+    expect(refused.json.message).toContain('RUNPOD_POD_ID');
+    expect(refused.json.message).not.toContain(bobEp);
+    // Bob's worker goes quiet for longer than a lease, holding nothing: the id is free again.
+    await sleep(LEASE_MS + 300);
+    const w = protocolWorker(t, mine, shared);
+    expect((await w.take()).json.id).toBe(id);
+    expect((await w.done(id, { output: 'mine' })).status).toBe(200);
+    // And it is now this endpoint's: bob's worker is the one refused.
+    expect((await protocolWorker(t, bobEp, shared, bobKey).ping()).status).toBe(401);
+  });
+
+  it('an external worker retired by stopPod or a failed fitness check takes jobs again a lease later', async () => {
+    const ep = await createEndpoint(t);
+    const w = protocolWorker(t, ep, wid('box'));
+    const first = await submit(t, ep, {});
+    expect((await w.take()).json.id).toBe(first);
+    expect((await w.done(first, { error: 'bad input', stopPod: true })).status).toBe(200);
+    const second = await submit(t, ep, {});
+    expect((await w.take()).status).toBe(204);
+    await sleep(LEASE_MS + 100);
+    expect((await w.take()).json.id).toBe(second);
+    expect((await w.done(second, { output: 2 })).status).toBe(200);
+
+    const unfit = await w.ping([], '&status=unhealthy&check=check_model&reason=RuntimeError%3A+missing');
+    expect(unfit.status).toBe(200);
+    const third = await submit(t, ep, {});
+    expect((await w.take()).status).toBe(204);
+    await sleep(LEASE_MS + 100);
+    expect((await w.take()).json.id).toBe(third);
+    expect((await t.api('GET', `/v2/${ep}/health`)).json.workers.unhealthy).toBe(0);
+  });
+
+  it('an external worker retired before a server restart is not refused for good', async () => {
+    const ep = await createEndpoint(t);
+    const workerId = wid('box');
+    const w = protocolWorker(t, ep, workerId);
+    expect((await w.ping()).status).toBe(200);
+    // As a store written by an earlier run of the server would have it.
+    await t.server.store.touchWorker(workerId, Date.now(), { retired: true, reason: 'stopPod' });
+    const id = await submit(t, ep, {});
+    expect((await w.take()).json.id).toBe(id);
+  });
+
   it("an external worker cannot use the id of another endpoint's worker", async () => {
     const ep1 = await createEndpoint(t);
     const ep2 = await createEndpoint(t);
