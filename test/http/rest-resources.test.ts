@@ -130,6 +130,14 @@ describe('endpoints', () => {
       'VALIDATION_FAILED',
       'templateId',
     );
+    // A value outside a fixed set: one detail, naming what is allowed.
+    const enumError = await t.api('POST', '/v1/endpoints', { templateId: tpl.id, computeType: 'TPU' });
+    expectError(enumError, 400, 'VALIDATION_FAILED', 'computeType');
+    expect(enumError.json.details).toEqual([{ field: 'computeType', message: 'computeType must be one of GPU, CPU' }]);
+    const longList = await t.api('POST', '/v1/endpoints', { templateId: tpl.id, gpuTypeIds: ['RTX'] });
+    expectError(longList, 400, 'VALIDATION_FAILED', 'gpuTypeIds.0');
+    expect(longList.json.details).toHaveLength(1);
+    expect(longList.json.message).toMatch(/gpuTypeIds\.0 must be one of NVIDIA .*in all/);
     expectError(
       await t.api('POST', '/v1/endpoints', { templateId: tpl.id, idleTimeout: 0 }),
       400,

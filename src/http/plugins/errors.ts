@@ -17,9 +17,18 @@ function fieldOf(issue: AjvIssue, part: string | undefined): string {
   return joined || (part === 'body' ? 'body' : (part ?? 'request'));
 }
 
+/** At most this many allowed values are named in a message; longer lists end with how many there are. */
+const NAMED_VALUES = 12;
+
 function describe(issue: AjvIssue, field: string): string {
   if (issue.params?.['additionalProperty']) return `${field} is not a known field`;
   if (issue.params?.['missingProperty']) return `${field} is required`;
+  const allowed = issue.params?.['allowedValues'];
+  if (Array.isArray(allowed)) {
+    const named = allowed.slice(0, NAMED_VALUES).map(String).join(', ');
+    const more = allowed.length > NAMED_VALUES ? `, … (${allowed.length} in all; GET /v1/openapi.json lists them)` : '';
+    return `${field} must be one of ${named}${more}`;
+  }
   return `${field} ${issue.message ?? 'is invalid'}`;
 }
 

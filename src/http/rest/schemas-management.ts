@@ -7,9 +7,9 @@ import {
   GPU_TYPE_IDS,
   VOLUME_MAX_GB,
 } from '../../domain/index.ts';
+import { enumOf } from './schemas.ts';
 
 /** Bodies and queries of the management routes beyond templates and endpoints (spec/rest-v1.openapi.json). */
-const enumOf = (values: readonly string[]) => Type.Union(values.map((v) => Type.Literal(v)));
 const Name = Type.String({ minLength: 1, maxLength: 191 });
 
 export const NetworkVolumeCreateInput = Type.Object(

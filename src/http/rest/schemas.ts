@@ -9,7 +9,11 @@ import {
 
 /** REST v1 bodies, from spec/rest-v1.openapi.json: the same fields, defaults, bounds and enums. */
 const StringMap = Type.Record(Type.String(), Type.String());
-const enumOf = (values: readonly string[]) => Type.Union(values.map((v) => Type.Literal(v)));
+/**
+ * One of a fixed set of strings, as a JSON-schema `enum`: a wrong value is one error that lists what is allowed
+ * (errors.ts), where a union of literals gave one "must be equal to constant" per allowed value.
+ */
+export const enumOf = <V extends string>(values: readonly V[]) => Type.Unsafe<V>(Type.String({ enum: [...values] }));
 
 const endpointFields = {
   name: Type.Optional(Type.String({ maxLength: 191 })),
