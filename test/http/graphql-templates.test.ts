@@ -163,6 +163,16 @@ describe('registry auths and network volumes', () => {
     fails(malformed, 'deleteRegistryAuth', 'VALIDATION_FAILED');
   });
 
+  it('a variable that does not coerce is refused without echoing its value (a password)', async () => {
+    const doc = 'mutation Save($input: SaveRegistryAuthInput!) { saveRegistryAuth(input: $input) { id } }';
+    const res = await run(doc, { input: { name: 'hub', username: 'me', password: 'TOPSECRETPW9', extra: 1 } });
+    expect(res.status).toBe(400);
+    expect(res.text).not.toContain('TOPSECRETPW9');
+    expect(res.json.errors[0].message).toBe(
+      'Variable "$input" got invalid value; Field "extra" is not defined by type "SaveRegistryAuthInput".',
+    );
+  });
+
   it('creates, updates, lists and deletes a network volume', async () => {
     const vol = ok(
       await run(

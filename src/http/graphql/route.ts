@@ -102,9 +102,24 @@ function paramsOf(request: FastifyRequest): GqlParams {
   return { query, variables: objectOrUndefined(variables, 'variables'), operationName: operationName || undefined };
 }
 
+/** graphql-js's `Variable "$x" got invalid value <the value>[ at "<path>"]; <why>`. */
+const INVALID_VARIABLE = /^(Variable "\$[^"]+" got invalid value) /s;
+
+/**
+ * A variable that did not coerce is reported without its value: graphql-js prints the whole value (a registry
+ * password, an env secret) into the message, which clients such as runpodctl print as they get it. What is left
+ * says which variable and why (`Field "x" is not defined by type "Y".`); the reason comes last, after the value.
+ */
+function withoutVariableValue(message: string): string {
+  const m = INVALID_VARIABLE.exec(message);
+  if (!m) return message;
+  const why = message.slice(message.lastIndexOf('; ') + 2);
+  return `${m[1]}; ${why}`;
+}
+
 function requestErrors(errors: readonly GraphQLError[]) {
   return errors.map((e) => ({
-    message: e.message,
+    message: withoutVariableValue(e.message),
     ...(e.locations ? { locations: e.locations } : {}),
     extensions: { code: 'VALIDATION_FAILED' },
   }));
