@@ -135,6 +135,8 @@ export class Resources {
     };
     if (e.gpuIds === '' && e.gpuTypeIds.length > 0) e.gpuIds = e.gpuTypeIds.join(',');
     e.instanceIds = cpuInstanceIds(e);
+    // An empty id is no volume (as GraphQL's `networkVolumeId: ""`).
+    if (e.networkVolumeId === '') e.networkVolumeId = null;
     checkRules(e);
     await this.checkVolumes(userId, e);
     await this.store.createEndpoint(e);
@@ -167,6 +169,7 @@ export class Resources {
     const after: Endpoint = { ...before, ...stripUndefined(patch) };
     if (patch.gpuTypeIds !== undefined && patch.gpuIds === undefined) after.gpuIds = after.gpuTypeIds.join(',');
     after.instanceIds = cpuInstanceIds(after);
+    if (after.networkVolumeId === '') after.networkVolumeId = null;
     if (after.templateId !== before.templateId) {
       const template = await this.templateFor(userId, after.templateId);
       this.checkImage(template.imageName);

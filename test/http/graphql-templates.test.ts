@@ -155,8 +155,8 @@ describe('deleteTemplate (by name)', () => {
 
 describe('registry auths and network volumes', () => {
   it('lists registry credentials by id and name only', async () => {
-    const creds = ok(await run('{ myself { containerRegistryCreds { id name } } }'), 'myself').containerRegistryCreds;
-    expect(creds).toEqual([{ id: expect.stringMatching(/^c/), name: 'ghcr' }]);
+    const creds = ok(await run('{ myself { id containerRegistryCreds { id name userId } } }'), 'myself');
+    expect(creds.containerRegistryCreds).toEqual([{ id: expect.stringMatching(/^c/), name: 'ghcr', userId: creds.id }]);
     const missing = await run('mutation { deleteRegistryAuth }');
     fails(missing, 'deleteRegistryAuth', 'VALIDATION_FAILED');
     const malformed = await run('mutation { deleteRegistryAuth(registryAuthId: "not-an-id") }');

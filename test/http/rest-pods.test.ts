@@ -55,6 +55,14 @@ describe('listing and reading', () => {
     expect(ids(all)).toEqual(['cpuworker000001', 'gpuworker000001', 'gpuworker000002']);
   });
 
+  it("an endpoint's workers (includeWorkers) are the same pods, image included", async () => {
+    const pod = (await t.api('GET', '/v1/pods/gpuworker000001')).json;
+    expect(pod.image).toEqual(expect.any(String));
+    const endpoint = (await t.api('GET', `/v1/endpoints/${ep}?includeWorkers=true`)).json;
+    const worker = endpoint.workers.find((w: { id: string }) => w.id === 'gpuworker000001');
+    expect(worker.image).toBe(pod.image);
+  });
+
   it('a pod carries its endpoint, status, GPU, price and machine', async () => {
     const res = await t.api('GET', '/v1/pods/gpuworker000001');
     expect(res.status).toBe(200);

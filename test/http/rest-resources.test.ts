@@ -116,6 +116,10 @@ describe('endpoints', () => {
     const { json: ep } = await t.api('POST', '/v1/endpoints', { templateId: tpl.id, workersMax: 2, idleTimeout: 9 });
     const a = await t.api('PATCH', `/v1/endpoints/${ep.id}`, { workersMax: 4 });
     expect(a.status).toBe(200);
+    // An empty volume id is no volume, as in GraphQL.
+    const noVolume = await t.api('PATCH', `/v1/endpoints/${ep.id}`, { networkVolumeId: '' });
+    expect(noVolume.status, noVolume.text).toBe(200);
+    expect(noVolume.json.networkVolumeId).toBeUndefined();
     expect(a.json).toMatchObject({ workersMax: 4, idleTimeout: 9, version: 1 });
     const b = await t.api('POST', `/v1/endpoints/${ep.id}/update`, { env: { X: 'y' } });
     expect(b.json).toMatchObject({ workersMax: 4, idleTimeout: 9, env: { X: 'y' }, version: 2 });

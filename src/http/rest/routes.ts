@@ -25,13 +25,19 @@ export function registerRestRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   async function renderEndpoint(userId: string, id: string, q: EndpointQ) {
     const e = await resources.getEndpoint(userId, id);
-    const template = q.includeTemplate ? ((await store.getTemplate(userId, e.templateId)) ?? undefined) : undefined;
+    // The workers show the template's image too (as /v1/pods does).
+    const tpl =
+      q.includeTemplate || q.includeWorkers
+        ? ((await store.getTemplate(userId, e.templateId)) ?? undefined)
+        : undefined;
+    const template = q.includeTemplate ? tpl : undefined;
     let workers: unknown[] | undefined;
     if (q.includeWorkers) {
       const [list, load] = await Promise.all([store.listWorkers(e.id), store.runningByWorker(e.id)]);
       const extras = (w: (typeof list)[number]) => ({
         costPerHr: podCost(deps, w, e),
         dataCenterId: deps.dataCenterId,
+        template: tpl,
       });
       workers = list.map((w) => workerPodView(w, load[w.id] ?? 0, e, extras(w)));
     }

@@ -38,6 +38,11 @@ export const accountResolvers: ResolverMap = {
     dataCenter: (v: NetworkVolume) => dataCenterView(v.dataCenterId),
   },
 
+  /** Only ever the caller's own credentials; the secret (`registryAuth`) is never readable. */
+  ContainerRegistryAuth: {
+    userId: (_: unknown, _a: unknown, ctx: GqlContext) => ctx.user.id,
+  },
+
   Mutation: {
     updateUserSettings: async (_: unknown, args: Input<{ pubKey?: string | null }>, ctx: GqlContext) => {
       const input = required(args.input);
