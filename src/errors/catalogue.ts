@@ -28,6 +28,16 @@ export const ERRORS = {
     message: 'Unsupported content type {contentType}; send application/json',
     doc: 'Management and queue routes accept JSON bodies only.',
   },
+  HEADERS_TOO_LARGE: {
+    status: 431,
+    message: 'The request line and headers are larger than the server accepts',
+    doc: 'Headers or URL over the HTTP parser limit (16 KB in all): send less in them.',
+  },
+  REQUEST_TIMEOUT: {
+    status: 408,
+    message: 'The request was not received in time',
+    doc: 'The client took too long to send its headers (30 s) or its whole request (120 s); the connection is closed.',
+  },
   PAYLOAD_TOO_LARGE: {
     status: 413,
     message: 'The request body is larger than the {limit} allowed on this route',

@@ -8,7 +8,7 @@ import { collectRoutes, registerOpenApiRoutes } from './openapi.ts';
 import { registerGraphqlRoutes } from './graphql/route.ts';
 import { registerOpenAiRoutes } from './openai/routes.ts';
 import { registerKeyFirst } from './plugins/auth.ts';
-import { registerErrorHandling, sendError, sendFrameworkError } from './plugins/errors.ts';
+import { registerErrorHandling, sendClientError, sendError, sendFrameworkError } from './plugins/errors.ts';
 import { ownMetrics, registerMetricsRoute, registerRequestObservability } from './plugins/observability.ts';
 import { registerRateLimits, type RateLimitSettings } from './plugins/rate-limit.ts';
 import { registerValidation } from './plugins/validation.ts';
@@ -109,6 +109,8 @@ export function buildApp(deps: AppDeps, opts: AppOptions = {}): FastifyInstance 
     return503OnClosing: false,
     // A bad percent-encoding or an over-long path parameter is refused before routing: same error shape as the rest.
     frameworkErrors: sendFrameworkError,
+    // So is a request Node's HTTP parser refuses (malformed, headers too large, too slow).
+    clientErrorHandler: sendClientError,
   });
   registerValidation(app);
   registerErrorHandling(app);

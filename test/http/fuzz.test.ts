@@ -883,6 +883,21 @@ function sendRaw(port: number, c: RawCase): Promise<string> {
   });
 }
 
+it('what the HTTP parser refuses is answered in the one error shape too', async () => {
+  const port = Number(new URL(t.url).port);
+  const cases: Array<[string, number, string]> = [
+    ['GARBAGE\r\n\r\n', 400, 'VALIDATION_FAILED'],
+    ['GET /v2/x/health HTTP/1.1\r\nHost: a\r\nContent-Length: abc\r\n\r\n', 400, 'VALIDATION_FAILED'],
+    [`GET /v2/x/health HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'HEADERS_TOO_LARGE'],
+  ];
+  for (const [head, status, code] of cases) {
+    const out = await sendRaw(port, { head, body: '', pieces: 1 });
+    expect(out.startsWith(`HTTP/1.1 ${status} `), out.slice(0, 200)).toBe(true);
+    const body = JSON.parse(out.slice(out.indexOf('\r\n\r\n') + 4));
+    expect(body).toMatchObject({ code, message: expect.any(String) });
+  }
+});
+
 it(
   'raw requests over a socket: malformed HTTP and trickled bodies get a 4xx or a close, never a 5xx',
   {

@@ -161,6 +161,8 @@ describe('headers, limits and error bodies', () => {
     const [h, b, lp] = await Promise.all([slowHeaders, slowBody, longPoll]);
     expect(statusOf(h)).toBe(408);
     expect(statusOf(b)).toBe(408);
+    // The one error shape, also from the HTTP parser.
+    expect(JSON.parse(h.slice(h.indexOf('\r\n\r\n') + 4))).toMatchObject({ code: 'REQUEST_TIMEOUT' });
     expect(lp.status).toBe(200);
     expect(lp.json.status).toBe('IN_QUEUE');
     expect(Date.now() - t0).toBeGreaterThanOrEqual(2400);

@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { WharfError } from '../../errors/index.ts';
 
@@ -64,6 +66,29 @@ export function toWharfError(error: unknown, requestId: string): WharfError {
 export function sendError(reply: FastifyReply, error: WharfError): FastifyReply {
   if (error.headers) reply.headers(error.headers);
   return reply.code(error.status).type('application/json; charset=utf-8').send(JSON.stringify(error.toBody()));
+}
+
+/**
+ * A request Node's HTTP parser refused before Fastify saw it: answered on the raw socket, in the one error shape,
+ * and the connection closed (what follows on it cannot be trusted to be a request).
+ */
+export function sendClientError(error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const wharfError =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? new WharfError('HEADERS_TOO_LARGE')
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new WharfError('REQUEST_TIMEOUT')
+        : new WharfError('VALIDATION_FAILED', { reason: 'the request is not valid HTTP' });
+  const body = JSON.stringify(wharfError.toBody());
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${wharfError.status} ${STATUS_CODES[wharfError.status] ?? 'Error'}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }
 
 /** Fastify's routing-phase errors (FST_ERR_BAD_URL, FST_ERR_MAX_PARAM_LENGTH), which skip the error handler. */
