@@ -145,6 +145,11 @@ export interface Template {
   readme: string;
   volumeInGb: number;
   volumeMountPath: string;
+  /**
+   * The endpoint an inline template was made for (saveEndpoint's `template`): REST lists it only with
+   * includeEndpointBoundTemplates, and it goes with its endpoint unless another one uses it.
+   */
+  boundEndpointId?: string | null;
   createdAt: number;
 }
 

@@ -188,6 +188,18 @@ export class Resources {
     const e = await this.getEndpoint(userId, id);
     await this.store.deleteEndpoint(userId, id);
     this.emit({ kind: 'deleted', endpoint: e });
+    await this.releaseBoundTemplate(userId, e);
+  }
+
+  /** The inline template made for a deleted endpoint goes with it, or is unbound if another endpoint uses it. */
+  private async releaseBoundTemplate(userId: string, e: Endpoint): Promise<void> {
+    const t = await this.store.getTemplate(userId, e.templateId);
+    if (t?.boundEndpointId !== e.id) return;
+    if ((await this.store.endpointsUsingTemplate(userId, t.id)).length === 0) {
+      await this.store.deleteTemplate(userId, t.id);
+    } else {
+      await this.store.updateTemplate({ ...t, boundEndpointId: null });
+    }
   }
 
   /** A template may only name one of its owner's registry auths. */

@@ -235,6 +235,22 @@ describe('saveEndpoint fields and modify semantics', () => {
     expect(fails(both, 'saveEndpoint', 'VALIDATION_FAILED')).toMatch(/template/);
   });
 
+  it('an inline template is bound to its endpoint: listed over REST only when asked for, deleted with it', async () => {
+    const tpl = `template: {name: "bound-tpl", imageName: "img:bound", containerDiskInGb: 5, dockerArgs: "", env: []}`;
+    const ep = ok(
+      await run(`mutation { saveEndpoint(input: {name: "bound", workersMax: 0, ${tpl}}) { id templateId } }`),
+      'saveEndpoint',
+    );
+    const bound = ok(await run(`{ podTemplate(id: "${ep.templateId}") { id boundEndpointId } }`), 'podTemplate');
+    expect(bound).toEqual({ id: ep.templateId, boundEndpointId: ep.id });
+    const ids = async (q: string) =>
+      (await t.api('GET', `/v1/templates${q}`)).json.map((x: { id: string }) => x.id) as string[];
+    expect(await ids('')).not.toContain(ep.templateId);
+    expect(await ids('?includeEndpointBoundTemplates=true')).toContain(ep.templateId);
+    expect(ok(await run(`mutation { deleteEndpoint(id: "${ep.id}") }`), 'deleteEndpoint')).toBeNull();
+    expect((await t.api('GET', `/v1/templates/${ep.templateId}`)).status).toBe(404);
+  });
+
   it('bad values are resolver errors naming the field (HTTP 200, VALIDATION_FAILED)', async () => {
     const cases: Array<[string, RegExp]> = [
       ['gpuIds: "AMPERE_99"', /AMPERE_99/],

@@ -84,7 +84,7 @@ export function podTemplateView(t: Template) {
     config: null,
     category: t.category,
     userId: t.userId,
-    boundEndpointId: null,
+    boundEndpointId: t.boundEndpointId ?? null,
     earned: 0,
     runtimeInMin: 0,
   };

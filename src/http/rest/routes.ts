@@ -49,10 +49,17 @@ export function registerRestRoutes(app: FastifyInstance, deps: AppDeps): void {
     const user = await userOf(request, 'write');
     return templateView(await resources.createTemplate(user.id, request.body));
   });
-  app.get('/v1/templates', { schema: { querystring: TemplateQuery } }, async (request) => {
-    const user = await userOf(request, 'read');
-    return (await resources.listTemplates(user.id)).map(templateView);
-  });
+  app.get<{ Querystring: { includeEndpointBoundTemplates?: boolean } }>(
+    '/v1/templates',
+    { schema: { querystring: TemplateQuery } },
+    async (request) => {
+      const user = await userOf(request, 'read');
+      // Templates made inline for one endpoint only when asked for. (Wharf has no curated templates, and another
+      // user's template is never listed, public or not: includePublicTemplates and includeRunpodTemplates add none.)
+      const bound = request.query.includeEndpointBoundTemplates === true;
+      return (await resources.listTemplates(user.id)).filter((t) => bound || !t.boundEndpointId).map(templateView);
+    },
+  );
   app.get<{ Params: { templateId: string } }>(
     '/v1/templates/:templateId',
     { schema: { params: IdParams('templateId'), querystring: TemplateQuery } },

@@ -1,4 +1,4 @@
-import type { Endpoint } from '../../../domain/index.ts';
+import { newEndpointId, type Endpoint } from '../../../domain/index.ts';
 import { WharfError } from '../../../errors/index.ts';
 import { invalid, required, type GqlContext, type ResolverMap } from '../context.ts';
 import { dataCentersToLocations, envToList } from '../convert.ts';
@@ -20,14 +20,16 @@ async function saveEndpoint(input: GqlEndpointInput, ctx: GqlContext): Promise<E
   const userId = ctx.user.id;
   const fields = endpointFields(input);
   let templateId = input.templateId?.trim() || undefined;
+  // A new endpoint's id is chosen first, so that an inline template can be bound to it.
+  const endpointId = input.id ?? newEndpointId();
   if (input.template) {
     if (templateId) throw invalid('template', 'cannot be given together with templateId');
     if (input.id) await resources.getEndpoint(userId, input.id); // no orphan template for an unknown endpoint
-    templateId = (await createInlineTemplate(ctx, input.template)).id;
+    templateId = (await createInlineTemplate(ctx, input.template, endpointId)).id;
   }
   if (input.id) return resources.updateEndpoint(userId, input.id, templateId ? { ...fields, templateId } : fields);
   if (!templateId) throw invalid('templateId', 'is required to create an endpoint (or give an inline template)');
-  return resources.createEndpoint(userId, { ...fields, templateId });
+  return resources.createEndpoint(userId, { ...fields, templateId }, { id: endpointId });
 }
 
 export const endpointResolvers: ResolverMap = {

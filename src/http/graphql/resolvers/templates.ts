@@ -5,10 +5,18 @@ import type { GqlEndpointTemplateInput } from '../endpoint-input.ts';
 import { podTemplateView, templateFields, type GqlTemplateInput } from '../template-input.ts';
 
 /** `saveEndpoint(input: {template: {...}})`: a serverless template made for the endpoint. */
-export async function createInlineTemplate(ctx: GqlContext, t: GqlEndpointTemplateInput): Promise<Template> {
+export async function createInlineTemplate(
+  ctx: GqlContext,
+  t: GqlEndpointTemplateInput,
+  endpointId: string,
+): Promise<Template> {
   const fields = templateFields({ ...t, volumeInGb: 0, isServerless: true });
   if (!fields.imageName) throw invalid('template.imageName', 'is required');
-  return ctx.deps.resources.createTemplate(ctx.user.id, { ...fields, imageName: fields.imageName });
+  return ctx.deps.resources.createTemplate(ctx.user.id, {
+    ...fields,
+    imageName: fields.imageName,
+    boundEndpointId: endpointId,
+  });
 }
 
 async function saveTemplate(input: GqlTemplateInput, ctx: GqlContext): Promise<Template> {
