@@ -244,7 +244,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     });
     // Only the leader runs the autoscaler: why jobs wait is shown on every node (fleet/shared-status.ts).
     fleetShare = new FleetStatusShare(cluster, bus, () => supervisor?.allStatuses() ?? new Map(), {
-      everyMs: config.scaleIntervalMs,
+      // At most four comparisons (and, when something changed, writes and wake-ups) a second.
+      everyMs: Math.max(config.scaleIntervalMs, 250),
       onError: (error) => app.log.warn({ err: error }, 'cluster: sharing the fleet statuses failed'),
     });
     fleetShare.start();

@@ -181,6 +181,7 @@ export class Resources {
     if (endpointVersionChanged(before, after)) after.version = before.version + 1;
     await this.store.updateEndpoint(after);
     this.emit({ kind: 'updated', endpoint: after });
+    if (after.templateId !== before.templateId) await this.releaseBoundTemplate(userId, before);
     return after;
   }
 
@@ -191,14 +192,21 @@ export class Resources {
     await this.releaseBoundTemplate(userId, e);
   }
 
-  /** The inline template made for a deleted endpoint goes with it, or is unbound if another endpoint uses it. */
+  /**
+   * The inline template made for an endpoint goes when the endpoint is deleted or moves to another template, or is
+   * unbound if another endpoint uses it. (Best effort: the endpoint's change is done whatever happens here.)
+   */
   private async releaseBoundTemplate(userId: string, e: Endpoint): Promise<void> {
-    const t = await this.store.getTemplate(userId, e.templateId);
+    const t = await this.store.getTemplate(userId, e.templateId).catch(() => null);
     if (t?.boundEndpointId !== e.id) return;
-    if ((await this.store.endpointsUsingTemplate(userId, t.id)).length === 0) {
-      await this.store.deleteTemplate(userId, t.id);
-    } else {
-      await this.store.updateTemplate({ ...t, boundEndpointId: null });
+    try {
+      if ((await this.store.endpointsUsingTemplate(userId, t.id)).length === 0) {
+        await this.store.deleteTemplate(userId, t.id);
+      } else {
+        await this.store.updateTemplate({ ...t, boundEndpointId: null });
+      }
+    } catch {
+      // The store is away: the template stays (bound, listed with includeEndpointBoundTemplates).
     }
   }
 

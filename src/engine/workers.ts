@@ -114,6 +114,8 @@ export class WorkerGateway implements TakeHandOff {
       return existing;
     }
     this.outsideRetiredAt.delete(workerId);
+    // Taken over: stop orders left for the id's earlier holder (another endpoint's jobs) are not this worker's.
+    if (existing) await this.store.takeStops(workerId);
     const worker: WorkerRecord = {
       id: workerId,
       endpointId: endpoint.id,
@@ -154,6 +156,8 @@ export class WorkerGateway implements TakeHandOff {
    */
   private async abandoned(worker: WorkerRecord, now: number): Promise<boolean> {
     if (worker.managed || now - worker.lastSeenAt <= this.opts.leaseMs) return false;
+    // A take still waiting here is a live worker, however long ago it last renewed its lease.
+    if ([...(this.waitingTakes.get(worker.endpointId) ?? [])].some((w) => w.workerId === worker.id)) return false;
     return (await this.store.workerJobIds(worker.id)).length === 0;
   }
 
@@ -336,13 +340,26 @@ export class WorkerGateway implements TakeHandOff {
     for (;;) {
       const waiter = this.bus.arm(topics.stop(worker.id), deadline - this.clock.now(), signal);
       try {
-        const ids = await this.store.takeStops(worker.id);
+        const ids = await this.currentStops(worker.id);
         if (ids.length > 0 || this.clock.now() >= deadline || signal?.aborted) return ids;
-        if (!(await waiter.promise)) return await this.store.takeStops(worker.id);
+        if (!(await waiter.promise)) return await this.currentStops(worker.id);
       } finally {
         waiter.dispose();
       }
     }
+  }
+
+  /**
+   * The worker's stop orders, less those for a job it runs now: every order comes with the job leaving IN_PROGRESS
+   * (cancel, timeout, ttl), so one for a job this worker holds again was for an earlier attempt (a /retry handed it
+   * back to the same worker) and must not stop this one. Orders stay until their worker fetches them, so a retry
+   * taken by another worker still lets the first one stop its old attempt.
+   */
+  private async currentStops(workerId: string): Promise<string[]> {
+    const ids = await this.store.takeStops(workerId);
+    if (ids.length === 0) return ids;
+    const held = new Set(await this.store.workerJobIds(workerId));
+    return ids.filter((id) => !held.has(id));
   }
 
   /** job-done: progress (not final) or the final result. */

@@ -64,10 +64,13 @@ export class FleetStatusShare {
         });
         await this.sleep(this.o.everyMs);
       } else {
+        // Armed before the read: a share that lands while the table is read still wakes the next one.
+        const changed = this.bus.arm(topics.fleetStatus, this.o.readEveryMs);
+        this.waiter = changed;
         await this.attempt(async () => {
           this.shared = await this.cluster.sharedFleetStatus();
         });
-        await this.awaitChange();
+        await this.awaitChange(changed);
       }
     }
   }
@@ -88,22 +91,21 @@ export class FleetStatusShare {
   }
 
   /**
-   * A follower waits for the leader's word that the statuses changed, or `readEveryMs`; it looks up every `everyMs`
-   * in between, so that a node that became the leader starts sharing without waiting for the read.
+   * A follower waits for the leader's word that the statuses changed, or `readEveryMs` (the waiter's own limit); it
+   * looks up every `everyMs` in between, so that a node that became the leader starts sharing without waiting.
    */
-  private async awaitChange(): Promise<void> {
-    const readBy = Date.now() + this.o.readEveryMs;
-    while (!this.stopped && !this.cluster.isLeader) {
-      const left = readBy - Date.now();
-      if (left <= 0) return;
-      const ms = Math.min(this.o.everyMs, left);
-      // A closed bus (shutdown) answers at once: sleep instead of spinning until stop() comes.
-      if (this.bus.isClosed) await this.sleep(ms);
-      else {
-        this.waiter = this.bus.arm(topics.fleetStatus, ms);
-        if (await this.waiter.promise) return;
-      }
+  private async awaitChange(changed: Waiter): Promise<void> {
+    let settled = false;
+    void changed.promise.then(() => {
+      settled = true;
+    });
+    // A closed bus (shutdown) answers at once: sleep instead of spinning until stop() comes.
+    if (this.bus.isClosed) await this.sleep(this.o.everyMs);
+    while (!this.stopped && !this.cluster.isLeader && !settled) {
+      await Promise.race([changed.promise, this.sleep(this.o.everyMs)]);
+      clearTimeout(this.timer);
     }
+    changed.dispose();
   }
 }
 

@@ -77,7 +77,7 @@ function registerBodyParsers(app: FastifyInstance): void {
   app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string;
     keep(request, text);
-    if (text !== '' && !ANY_CONTENT_TYPE.test(request.routeOptions.url ?? '')) {
+    if (text.trim() !== '' && !ANY_CONTENT_TYPE.test(request.routeOptions.url ?? '')) {
       const contentType = request.headers['content-type'] ?? 'none';
       return done(new WharfError('UNSUPPORTED_MEDIA_TYPE', { contentType }), undefined);
     }

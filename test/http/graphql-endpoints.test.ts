@@ -247,8 +247,31 @@ describe('saveEndpoint fields and modify semantics', () => {
       (await t.api('GET', `/v1/templates${q}`)).json.map((x: { id: string }) => x.id) as string[];
     expect(await ids('')).not.toContain(ep.templateId);
     expect(await ids('?includeEndpointBoundTemplates=true')).toContain(ep.templateId);
-    expect(ok(await run(`mutation { deleteEndpoint(id: "${ep.id}") }`), 'deleteEndpoint')).toBeNull();
+    // Moved to another inline template: the first goes.
+    const tpl2 = tpl.replace('bound-tpl', 'bound-tpl-2');
+    const moved = ok(
+      await run(
+        `mutation { saveEndpoint(input: {id: "${ep.id}", name: "bound", workersMax: 0, ${tpl2}}) { id templateId } }`,
+      ),
+      'saveEndpoint',
+    );
+    expect(moved.templateId).not.toBe(ep.templateId);
     expect((await t.api('GET', `/v1/templates/${ep.templateId}`)).status).toBe(404);
+    expect(ok(await run(`mutation { deleteEndpoint(id: "${ep.id}") }`), 'deleteEndpoint')).toBeNull();
+    expect((await t.api('GET', `/v1/templates/${moved.templateId}`)).status).toBe(404);
+
+    // A refused endpoint leaves no template behind; an empty id is a new endpoint's.
+    const refused = await run(
+      `mutation { saveEndpoint(input: {name: "refused", networkVolumeId: "nope123", ${tpl}}) { id } }`,
+    );
+    fails(refused, 'saveEndpoint', 'VALIDATION_FAILED');
+    const all = await t.api('GET', '/v1/templates?includeEndpointBoundTemplates=true');
+    expect(all.json.map((x: { name: string }) => x.name)).not.toContain('bound-tpl');
+    const fresh = ok(
+      await run(`mutation { saveEndpoint(input: {id: "", name: "fresh", ${tpl}}) { id } }`),
+      'saveEndpoint',
+    );
+    expect(fresh.id).toMatch(/^[a-z0-9]{14}$/);
   });
 
   it('bad values are resolver errors naming the field (HTTP 200, VALIDATION_FAILED)', async () => {

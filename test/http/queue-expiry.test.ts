@@ -277,6 +277,27 @@ describe('executionTimeout', () => {
     expect((await w.done(id, { output: 'made it' })).status).toBe(200);
     expect((await status(ep, id)).json).toMatchObject({ status: 'COMPLETED', output: 'made it' });
   });
+
+  it('a stop order not yet fetched: kept for the worker of the timed-out attempt, never sent against a new one', async () => {
+    const ep = await createEndpoint(t);
+    const [w1, w2] = [newWorker(ep), newWorker(ep)];
+    const id = await submit(ep, { policy: { executionTimeout: 15_000 } });
+    expect((await w1.take()).json.id).toBe(id);
+    clock.advance(15_001);
+    await vi.waitFor(async () => expect((await status(ep, id)).json.status).toBe('TIMED_OUT'), { timeout: 10_000 });
+    // Retried before w1 fetched its order; w1 takes the job again: the order was for the old attempt.
+    expect((await t.api('POST', `/v2/${ep}/retry/${id}`)).json.status).toBe('IN_QUEUE');
+    expect((await w1.take()).json.id).toBe(id);
+    expect((await w1.stops()).status).toBe(204);
+    expect((await status(ep, id)).json.status).toBe('IN_PROGRESS');
+
+    // Timed out again, retried, and taken by another worker: w1 still learns to stop its old attempt.
+    clock.advance(15_001);
+    await vi.waitFor(async () => expect((await status(ep, id)).json.status).toBe('TIMED_OUT'), { timeout: 10_000 });
+    expect((await t.api('POST', `/v2/${ep}/retry/${id}`)).json.status).toBe('IN_QUEUE');
+    expect((await w2.take()).json.id).toBe(id);
+    expect((await w1.stops()).json).toEqual({ jobsToStop: [id] });
+  });
 });
 
 describe('result retention', () => {

@@ -483,6 +483,7 @@ describe('HEAD changes nothing', () => {
     expect((await t.api('GET', `/v2/${ep}/stream/${id}`)).json.stream).toEqual([{ output: 'c0' }]);
     await t.api('POST', `/v2/${ep}/cancel/${id}`);
     expect((await head(`job-stop/${workerId}?gpu=x`)).status).toBe(404);
+    expect((await head(`ping/${workerId}?gpu=x`)).status).toBe(404);
     expect((await w.stops()).json).toEqual({ jobsToStop: [id] });
   });
 });

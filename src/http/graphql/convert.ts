@@ -126,7 +126,9 @@ export function commandToDockerArgs(t: {
   dockerStartCmd: readonly string[];
   dockerEntrypoint: readonly string[];
 }): string {
-  if (t.dockerEntrypoint.length === 0) return joinArgs(t.dockerStartCmd);
+  const line = joinArgs(t.dockerStartCmd);
+  // A command line that starts with `{` would read back as the JSON form: it is written in that form then too.
+  if (t.dockerEntrypoint.length === 0 && !line.trimStart().startsWith('{')) return line;
   return JSON.stringify({ cmd: t.dockerStartCmd, entrypoint: t.dockerEntrypoint });
 }
 

@@ -167,7 +167,8 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
 
   app.get<{ Params: WP }>(
     '/v2/:endpointId/ping/:workerId',
-    { schema: { params: WorkerParams } },
+    // No HEAD: a ping registers a worker, renews its lease and may hand its jobs back.
+    { exposeHeadRoute: false, schema: { params: WorkerParams } },
     async (request, reply) => {
       const { value: workerId, query } = unglue(request.params.workerId, request.query as Record<string, unknown>);
       const worker = await workerFor(request, workerId);

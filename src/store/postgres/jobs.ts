@@ -268,15 +268,14 @@ export function jobVerbs(db: Db): JobVerbs {
         const job = await lockJob(c, endpointId, jobId);
         if (!job) return { outcome: 'not_found' } as const;
         if (job.status !== 'FAILED' && job.status !== 'TIMED_OUT') return { outcome: 'not_retryable', job } as const;
-        // A new start: the lost-worker bound counts hand-outs from here (attempt), and a stop order the last
-        // attempt's worker has not fetched yet must not stop this one if the same worker takes it.
+        // A new start: the lost-worker bound counts hand-outs from here. (A stop order the last attempt's worker has
+        // not fetched stays: it may still run that attempt. WorkerGateway.stops leaves it out if that worker takes it.)
         const r = await c.query<JobRow>(
           `UPDATE jobs SET status = 'IN_QUEUE', queued_at = $1, started_at = NULL, completed_at = NULL,
              results_expire_at = NULL, deadline_at = NULL, worker_id = NULL, output = NULL, error = NULL, attempt = 0
            WHERE id = $2 RETURNING *`,
           [now, jobId],
         );
-        await c.query('DELETE FROM job_stops WHERE job_id = $1', [jobId]);
         await clearStreams(c, [jobId]);
         return { outcome: 'queued', job: toJob(r.rows[0]!) } as const;
       });

@@ -221,13 +221,12 @@ export class SqliteJobs {
     if (!r) return { outcome: 'not_found' };
     const job = toJob(r);
     if (job.status !== 'FAILED' && job.status !== 'TIMED_OUT') return { outcome: 'not_retryable', job };
-    // A new start: the lost-worker bound counts hand-outs from here (attempt), and a stop order the last attempt's
-    // worker has not fetched yet must not stop this one if the same worker takes it.
+    // A new start: the lost-worker bound counts hand-outs from here. (A stop order the last attempt's worker has not
+    // fetched stays: it may still run that attempt. WorkerGateway.stops leaves it out if that worker takes the job.)
     this.q(
       `UPDATE jobs SET status = 'IN_QUEUE', queued_at = ?, started_at = NULL, completed_at = NULL, results_expire_at = NULL,
          deadline_at = NULL, worker_id = NULL, output = NULL, error = NULL, attempt = 0 WHERE id = ?`,
     ).run(now, jobId);
-    this.q('DELETE FROM job_stops WHERE job_id = ?').run(jobId);
     this.clearStream(jobId);
     const updated = this.row(endpointId, jobId)!;
     return { outcome: 'queued', job: toJob(updated) };

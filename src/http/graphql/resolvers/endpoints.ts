@@ -21,15 +21,23 @@ async function saveEndpoint(input: GqlEndpointInput, ctx: GqlContext): Promise<E
   const fields = endpointFields(input);
   let templateId = input.templateId?.trim() || undefined;
   // A new endpoint's id is chosen first, so that an inline template can be bound to it.
-  const endpointId = input.id ?? newEndpointId();
+  const endpointId = input.id || newEndpointId();
+  let inline: string | undefined;
   if (input.template) {
     if (templateId) throw invalid('template', 'cannot be given together with templateId');
     if (input.id) await resources.getEndpoint(userId, input.id); // no orphan template for an unknown endpoint
-    templateId = (await createInlineTemplate(ctx, input.template, endpointId)).id;
+    inline = templateId = (await createInlineTemplate(ctx, input.template, endpointId)).id;
   }
-  if (input.id) return resources.updateEndpoint(userId, input.id, templateId ? { ...fields, templateId } : fields);
-  if (!templateId) throw invalid('templateId', 'is required to create an endpoint (or give an inline template)');
-  return resources.createEndpoint(userId, { ...fields, templateId }, { id: endpointId });
+  try {
+    if (input.id)
+      return await resources.updateEndpoint(userId, input.id, templateId ? { ...fields, templateId } : fields);
+    if (!templateId) throw invalid('templateId', 'is required to create an endpoint (or give an inline template)');
+    return await resources.createEndpoint(userId, { ...fields, templateId }, { id: endpointId });
+  } catch (error) {
+    // The endpoint was refused (a bad volume, a rule): the template made for it goes too.
+    if (inline) await resources.deleteTemplate(userId, inline).catch(() => {});
+    throw error;
+  }
 }
 
 export const endpointResolvers: ResolverMap = {
