@@ -247,6 +247,17 @@ describe('job-take', () => {
     return { worker, jobs };
   }
 
+  /** Runs `fn` on a new endpoint of `long`, with the store's looks at its queue counted meanwhile. */
+  async function withCountedTakes(fn: (ep: string, takes: ReturnType<typeof countTakes>) => Promise<void>) {
+    const ep = await createEndpoint(long);
+    const takes = countTakes(long, ep);
+    try {
+      await fn(ep, takes);
+    } finally {
+      takes.restore();
+    }
+  }
+
   /** Submissions made in one event-loop turn: each reserves a take before its first await, as a burst of /run does. */
   async function burst(srv: TestServer, ep: string, n: number) {
     const endpoint = (await srv.server.store.getEndpoint(null, ep))!;
@@ -255,10 +266,8 @@ describe('job-take', () => {
     );
   }
 
-  it('a burst fills a waiting batch take up to its size in one answer; the rest of the burst is queued', async () => {
-    const ep = await createEndpoint(long);
-    const takes = countTakes(long, ep);
-    try {
+  it('a burst fills a waiting batch take up to its size in one answer; the rest of the burst is queued', () =>
+    withCountedTakes(async (ep, takes) => {
       const take = await waitingTake(long, ep, takes, 'batch', 3);
       const jobs = await burst(long, ep, 4);
       expect((await take.jobs).map((j) => j.id)).toEqual(jobs.slice(0, 3).map((j) => j.id));
@@ -267,30 +276,20 @@ describe('job-take', () => {
       // Claimed by the submissions' own writes: the take never looked at the queue again.
       expect(takes.calls).toBe(1);
       expect((await long.api('GET', `/v2/${ep}/health`)).json.jobs).toMatchObject({ inQueue: 1, inProgress: 3 });
-    } finally {
-      takes.restore();
-    }
-  });
+    }));
 
-  it('a burst is dealt over the waiting batch takes in turn, the longest-waiting first', async () => {
-    const ep = await createEndpoint(long);
-    const takes = countTakes(long, ep);
-    try {
+  it('a burst is dealt over the waiting batch takes in turn, the longest-waiting first', () =>
+    withCountedTakes(async (ep, takes) => {
       const first = await waitingTake(long, ep, takes, 'first', 4);
       const second = await waitingTake(long, ep, takes, 'second', 4);
       const jobs = await burst(long, ep, 3);
       expect((await first.jobs).map((j) => j.id)).toEqual([jobs[0]!.id, jobs[2]!.id]);
       expect((await second.jobs).map((j) => j.id)).toEqual([jobs[1]!.id]);
       expect(takes.calls).toBe(2);
-    } finally {
-      takes.restore();
-    }
-  });
+    }));
 
-  it('a batch take answers with what the turn of its first job brought, not waiting for more', async () => {
-    const ep = await createEndpoint(long);
-    const takes = countTakes(long, ep);
-    try {
+  it('a batch take answers with what the turn of its first job brought, not waiting for more', () =>
+    withCountedTakes(async (ep, takes) => {
       const take = await waitingTake(long, ep, takes, 'prompt', 4);
       const [one] = await burst(long, ep, 1);
       // A submission after that turn (the first one's write is on disk by now) finds the take no longer on offer: it
@@ -298,15 +297,10 @@ describe('job-take', () => {
       const [two] = await burst(long, ep, 1);
       expect(two!.status).toBe('IN_QUEUE');
       expect((await take.jobs).map((j) => j.id)).toEqual([one!.id]);
-    } finally {
-      takes.restore();
-    }
-  });
+    }));
 
-  it('over HTTP: one job-take-batch answer carries the whole burst', async () => {
-    const ep = await createEndpoint(long);
-    const takes = countTakes(long, ep);
-    try {
+  it('over HTTP: one job-take-batch answer carries the whole burst', () =>
+    withCountedTakes(async (ep, takes) => {
       const w = protocolWorker(long, ep, wid('http-batch'));
       const pending = w.takeBatch(8);
       await waitUntil(() => takes.calls >= 1, 5000);
@@ -314,10 +308,7 @@ describe('job-take', () => {
       const res = await pending;
       expect(res.status).toBe(200);
       expect((res.json as Array<{ id: string }>).map((j) => j.id)).toEqual(jobs.map((j) => j.id));
-    } finally {
-      takes.restore();
-    }
-  });
+    }));
 
   it('under churn — takes coming and going, clients hanging up — every job completes once, none is lost', async () => {
     const ep = await createEndpoint(long);
