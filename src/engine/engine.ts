@@ -202,13 +202,13 @@ export class JobEngine {
   /** getJob without waiting for the disk: for looks whose result is not shown to anyone (a wait loop's checks). */
   private async peekJob(endpointId: string, jobId: string): Promise<Job> {
     const job = await this.store.getJob(endpointId, jobId);
+    if (!job) throw await this.missingJobError(endpointId, jobId);
     // Past its ttl the job is gone, even in the moment before a sweep deletes it.
     const now = this.clock.now();
-    if (job && job.expiresAt <= now) throw new WharfError('JOB_EXPIRED', { jobId });
+    if (job.expiresAt <= now) throw new WharfError('JOB_EXPIRED', { jobId });
     // Past its result retention likewise: not shown, not retried, in the moment before a sweep deletes it.
-    if (job && resultsExpired(job, now)) throw new WharfError('JOB_RESULTS_EXPIRED', { jobId });
-    if (job) return job;
-    throw await this.missingJobError(endpointId, jobId);
+    if (resultsExpired(job, now)) throw new WharfError('JOB_RESULTS_EXPIRED', { jobId });
+    return job;
   }
 
   async missingJobError(endpointId: string, jobId: string): Promise<WharfError> {

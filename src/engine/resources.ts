@@ -134,9 +134,7 @@ export class Resources {
       createdAt: Date.now(),
     };
     if (e.gpuIds === '' && e.gpuTypeIds.length > 0) e.gpuIds = e.gpuTypeIds.join(',');
-    e.instanceIds = cpuInstanceIds(e);
-    // An empty id is no volume (as GraphQL's `networkVolumeId: ""`).
-    if (e.networkVolumeId === '') e.networkVolumeId = null;
+    normalise(e);
     checkRules(e);
     await this.checkVolumes(userId, e);
     await this.store.createEndpoint(e);
@@ -168,8 +166,7 @@ export class Resources {
     const before = await this.getEndpoint(userId, id);
     const after: Endpoint = { ...before, ...stripUndefined(patch) };
     if (patch.gpuTypeIds !== undefined && patch.gpuIds === undefined) after.gpuIds = after.gpuTypeIds.join(',');
-    after.instanceIds = cpuInstanceIds(after);
-    if (after.networkVolumeId === '') after.networkVolumeId = null;
+    normalise(after);
     if (after.templateId !== before.templateId) {
       const template = await this.templateFor(userId, after.templateId);
       this.checkImage(template.imageName);
@@ -239,6 +236,13 @@ export class Resources {
     }
     return t;
   }
+}
+
+/** Fields that follow from others, set the same way on create and update. */
+function normalise(e: Endpoint): void {
+  e.instanceIds = cpuInstanceIds(e);
+  // An empty id is no volume (as GraphQL's `networkVolumeId: ""`).
+  if (e.networkVolumeId === '') e.networkVolumeId = null;
 }
 
 function checkRules(e: Endpoint): void {
