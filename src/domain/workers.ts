@@ -24,6 +24,11 @@ export interface WorkerRecord {
   lastSeenAt: number;
   /** The worker asked to be recycled (stopPod), or was retired: it gets no more jobs. */
   retired: boolean;
+  /**
+   * When it was retired (ms), null when it is not, or when it was retired before the time was kept (schema 8/9).
+   * Stored, so every node and a restarted server see how long ago a worker joined from outside was retired.
+   */
+  retiredAt: number | null;
 }
 
 /**

@@ -52,8 +52,6 @@ export class WorkerGateway implements TakeHandOff {
   private readonly engine: JobEngine;
   private readonly opts: WorkerGatewayOptions;
   private readonly lastTouch = new Map<string, number>();
-  /** When this node retired workers joined from outside (see outsideRetirementOver). */
-  private readonly outsideRetiredAt = new Map<string, number>();
   /** Workers that asked to be recycled (stopPod) or were retired by the supervisor. */
   readonly onRetire = new Set<(worker: WorkerRecord) => void>();
   /** Takes waiting for work, per endpoint, in the order they began waiting (a Set keeps insertion order). */
@@ -100,22 +98,14 @@ export class WorkerGateway implements TakeHandOff {
     }
     const existing = await current();
     const now = this.clock.now();
-    if (existing && existing.endpointId !== endpoint.id && !(await this.abandoned(existing, now))) {
-      throw new WharfError('FORBIDDEN', {
-        action: `use worker id ${workerId}: a live worker of another endpoint has it (give each worker a RUNPOD_POD_ID of its own)`,
-      });
-    }
     if (existing && existing.endpointId === endpoint.id) {
       if (this.outsideRetirementOver(existing, now)) {
         await this.store.touchWorker(workerId, now, { state: 'idle', reason: null, retired: false });
-        return { ...existing, state: 'idle', reason: null, retired: false, lastSeenAt: now };
+        return { ...existing, state: 'idle', reason: null, retired: false, retiredAt: null, lastSeenAt: now };
       }
       // A managed worker's id with the owner's key: allowed (the owner may debug it); fenced as usual.
       return existing;
     }
-    this.outsideRetiredAt.delete(workerId);
-    // Taken over: stop orders left for the id's earlier holder (another endpoint's jobs) are not this worker's.
-    if (existing) await this.store.takeStops(workerId);
     const worker: WorkerRecord = {
       id: workerId,
       endpointId: endpoint.id,
@@ -129,8 +119,17 @@ export class WorkerGateway implements TakeHandOff {
       createdAt: now,
       lastSeenAt: now,
       retired: false,
+      retiredAt: null,
     };
-    await this.store.upsertWorker(worker);
+    if (!existing) {
+      await this.store.upsertWorker(worker);
+    } else if (!(await this.abandoned(existing, now)) || !(await this.store.takeOverWorker(worker, existing))) {
+      // Taken over only if the store still holds the record judged abandoned: the worker may have come back, or
+      // another node may have taken the id, since it was read.
+      throw new WharfError('FORBIDDEN', {
+        action: `use worker id ${workerId}: a live worker of another endpoint has it (give each worker a RUNPOD_POD_ID of its own)`,
+      });
+    }
     this.lastTouch.set(workerId, now);
     return worker;
   }
@@ -139,15 +138,12 @@ export class WorkerGateway implements TakeHandOff {
    * A worker joined from outside that was retired (stopPod, a failed fitness check) cannot be recycled by Wharf:
    * that is its operator's to do (the official SDK exits after a failed check, and after its results when
    * `refresh_worker` is configured). It gets no job for a lease's time after its retirement, long enough for its
-   * process to be replaced, and is then taken back: it must not stay refused for good. A retirement this node did
-   * not see (before a restart, on another node) is over at once.
+   * process to be replaced, and is then taken back: it must not stay refused for good. The retirement time is
+   * stored, so the pause holds across nodes and restarts; one retired before the time was kept is over at once.
    */
   private outsideRetirementOver(worker: WorkerRecord, now: number): boolean {
     if (worker.managed || !worker.retired) return false;
-    const at = this.outsideRetiredAt.get(worker.id);
-    if (at !== undefined && now - at <= this.opts.leaseMs) return false;
-    this.outsideRetiredAt.delete(worker.id);
-    return true;
+    return worker.retiredAt === null || now - worker.retiredAt > this.opts.leaseMs;
   }
 
   /**
@@ -406,7 +402,6 @@ export class WorkerGateway implements TakeHandOff {
     if (report.unhealthy) {
       const reason = `fitness check ${report.unhealthy.check} failed: ${report.unhealthy.reason}`.slice(0, 500);
       await this.store.touchWorker(worker.id, now, { state: 'unhealthy', reason, retired: true });
-      if (!worker.managed) this.outsideRetiredAt.set(worker.id, now);
       this.announce(await this.store.releaseWorkerJobs(worker.id, now, this.opts.maxAttempts, reason));
       return;
     }
@@ -430,9 +425,9 @@ export class WorkerGateway implements TakeHandOff {
   }
 
   async retire(worker: WorkerRecord, reason: string): Promise<void> {
-    await this.store.touchWorker(worker.id, this.clock.now(), { retired: true, reason });
-    if (!worker.managed) this.outsideRetiredAt.set(worker.id, this.clock.now());
-    const updated = { ...worker, retired: true, reason };
+    const now = this.clock.now();
+    await this.store.touchWorker(worker.id, now, { retired: true, reason });
+    const updated = { ...worker, retired: true, retiredAt: now, reason };
     for (const l of this.onRetire) {
       try {
         l(updated);

@@ -368,6 +368,7 @@ export class Supervisor {
       createdAt: now,
       lastSeenAt: now,
       retired: false,
+      retiredAt: null,
     };
     await this.d.store.upsertWorker(record);
     await this.d.store.recordUsageStart(usageOf(endpoint, template, record, this.o.dataCenterId)); // billing

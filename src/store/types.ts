@@ -168,6 +168,12 @@ export interface JobStore {
 
   // Workers and leases.
   upsertWorker(worker: WorkerRecord): Promise<void>;
+  /**
+   * Give a worker id held by another endpoint's abandoned outside worker to `worker`, only if the stored record is
+   * still what the caller judged abandoned (`from`: its endpoint and last-seen time; not managed; holding no job).
+   * Drops the earlier holder's stop orders. False: it changed meanwhile (the worker came back, another node took it).
+   */
+  takeOverWorker(worker: WorkerRecord, from: { endpointId: string; lastSeenAt: number }): Promise<boolean>;
   getWorker(workerId: string): Promise<WorkerRecord | null>;
   findWorkerByKeyHash(keyHash: string): Promise<WorkerRecord | null>;
   listWorkers(endpointId?: string): Promise<WorkerRecord[]>;

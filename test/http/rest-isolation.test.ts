@@ -37,6 +37,7 @@ beforeAll(async () => {
     createdAt: Date.now(),
     lastSeenAt: Date.now() + 3_600_000,
     retired: false,
+    retiredAt: null,
   });
   const key = (await t.api('POST', '/v1/keys', { name: 'spare' })).json.id;
   ids = { tpl, ep, vol, auth, pod, job, key };

@@ -24,6 +24,7 @@ const worker = (id: string, endpointId: string, over: Partial<WorkerRecord> = {}
   createdAt: T0,
   lastSeenAt: SEEN,
   retired: false,
+  retiredAt: null,
   ...over,
 });
 

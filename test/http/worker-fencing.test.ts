@@ -111,6 +111,7 @@ async function issueWorkerKey(srv: TestServer, endpointId: string, workerId: str
     createdAt: now,
     lastSeenAt: now,
     retired: false,
+    retiredAt: null,
   };
   await srv.server.store.upsertWorker(worker);
   return key;
@@ -482,15 +483,23 @@ describe('worker identity', () => {
     expect((await t.api('GET', `/v2/${ep}/health`)).json.workers.unhealthy).toBe(0);
   });
 
-  it('an external worker retired before a server restart is not refused for good', async () => {
+  it('an external worker retired on another node or before a restart waits out the same lease, then takes jobs', async () => {
     const ep = await createEndpoint(t);
     const workerId = wid('box');
     const w = protocolWorker(t, ep, workerId);
     expect((await w.ping()).status).toBe(200);
-    // As a store written by an earlier run of the server would have it.
+    // Written to the store as another node (or an earlier run of this server) would: nothing in this node's memory.
     await t.server.store.touchWorker(workerId, Date.now(), { retired: true, reason: 'stopPod' });
     const id = await submit(t, ep, {});
+    expect((await w.take()).status).toBe(204);
+    await sleep(LEASE_MS + 100);
     expect((await w.take()).json.id).toBe(id);
+    expect((await t.server.store.getWorker(workerId))?.retiredAt).toBeNull();
+    // Retired before the time was kept (an older database): taken back at once, never refused for good.
+    const stored = await t.server.store.getWorker(workerId);
+    await t.server.store.upsertWorker({ ...stored!, retired: true, retiredAt: null });
+    const next = await submit(t, ep, {});
+    expect((await w.take()).json.id).toBe(next);
   });
 
   it("an external worker cannot use the id of another endpoint's worker", async () => {

@@ -450,6 +450,39 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         await store.deleteWorker('w1');
         expect(await store.getWorker('w1')).toBeNull();
       });
+
+      it('keeps when a worker was retired, and clears it when the worker is taken back', async () => {
+        await store.upsertWorker(worker('w1', ep));
+        await store.touchWorker('w1', T0 + 100, { retired: true, reason: 'stopPod' });
+        expect(await store.getWorker('w1')).toMatchObject({ retired: true, retiredAt: T0 + 100 });
+        await store.touchWorker('w1', T0 + 200);
+        expect((await store.getWorker('w1'))?.retiredAt).toBe(T0 + 100);
+        await store.touchWorker('w1', T0 + 300, { retired: false });
+        expect(await store.getWorker('w1')).toMatchObject({ retired: false, retiredAt: null });
+      });
+
+      it('takes over an abandoned worker id only while the record is as judged, with its stop orders', async () => {
+        const other = `${ep}-other`;
+        await store.upsertWorker(worker('w1', other, { lastSeenAt: T0 }));
+        const held = await store.submitJob(newJob(other, { createdAt: T0 }));
+        await store.takeJobs(other, 'w1', 1, T0 + 1);
+        const mine = worker('w1', ep, { createdAt: T0 + 9_000, lastSeenAt: T0 + 9_000 });
+        // Holding a job: never.
+        expect(await store.takeOverWorker(mine, { endpointId: other, lastSeenAt: T0 })).toBe(false);
+        expect(await store.cancelJob(other, held.id, T0 + 2)).toMatchObject({ stopWorkerId: 'w1' });
+        // Seen since it was judged abandoned (or another taker moved it): no.
+        expect(await store.takeOverWorker(mine, { endpointId: other, lastSeenAt: T0 - 1 })).toBe(false);
+        expect(await store.takeOverWorker(mine, { endpointId: 'elsewhere', lastSeenAt: T0 })).toBe(false);
+        expect((await store.getWorker('w1'))?.endpointId).toBe(other);
+        expect(await store.takeOverWorker(mine, { endpointId: other, lastSeenAt: T0 })).toBe(true);
+        expect(await store.getWorker('w1')).toMatchObject({ endpointId: ep, lastSeenAt: T0 + 9_000, managed: false });
+        // The earlier holder's stop order (another endpoint's job) is gone with it; a second taker loses.
+        expect(await store.takeStops('w1')).toEqual([]);
+        expect(await store.takeOverWorker(mine, { endpointId: other, lastSeenAt: T0 })).toBe(false);
+        // A managed worker's id is never taken over.
+        await store.upsertWorker(worker('m1', other, { managed: true, lastSeenAt: T0 }));
+        expect(await store.takeOverWorker({ ...mine, id: 'm1' }, { endpointId: other, lastSeenAt: T0 })).toBe(false);
+      });
     });
 
     describe('accounts and resources', () => {

@@ -36,6 +36,7 @@ export function worker(id: string, endpointId: string, over: Partial<WorkerRecor
     createdAt: T0,
     lastSeenAt: T0,
     retired: false,
+    retiredAt: null,
     ...over,
   };
 }

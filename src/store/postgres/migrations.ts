@@ -297,6 +297,13 @@ CREATE TABLE fleet_status (
 );
 `,
   },
+  {
+    version: 8,
+    name: 'workers: when a worker was retired',
+    // A worker joined from outside gets no job for a lease after its retirement and is then taken back; the time
+    // was kept in the memory of the node that saw it, so another node (or a restart) ended the pause at once.
+    sql: `ALTER TABLE workers ADD COLUMN retired_at BIGINT;`,
+  },
 ];
 
 export const LATEST = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

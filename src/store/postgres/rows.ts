@@ -70,6 +70,7 @@ export interface WorkerRow {
   created_at: number;
   last_seen_at: number;
   retired: boolean;
+  retired_at: number | null;
 }
 
 export function toWorker(r: WorkerRow): WorkerRecord {
@@ -86,6 +87,7 @@ export function toWorker(r: WorkerRow): WorkerRecord {
     createdAt: r.created_at,
     lastSeenAt: r.last_seen_at,
     retired: r.retired,
+    retiredAt: r.retired_at,
   };
 }
 

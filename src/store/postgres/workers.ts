@@ -4,7 +4,13 @@ import { toWorker, type WorkerRow } from './rows.ts';
 
 type WorkerVerbs = Pick<
   JobStore,
-  'upsertWorker' | 'getWorker' | 'findWorkerByKeyHash' | 'listWorkers' | 'touchWorker' | 'deleteWorker'
+  | 'upsertWorker'
+  | 'takeOverWorker'
+  | 'getWorker'
+  | 'findWorkerByKeyHash'
+  | 'listWorkers'
+  | 'touchWorker'
+  | 'deleteWorker'
 >;
 
 export function workerVerbs(db: Db): WorkerVerbs {
@@ -12,12 +18,12 @@ export function workerVerbs(db: Db): WorkerVerbs {
     async upsertWorker(w) {
       await db.query(
         `INSERT INTO workers (id, endpoint_id, key_hash, version, managed, state, reason, gpu_type_id, gpu_count,
-           created_at, last_seen_at, retired)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+           created_at, last_seen_at, retired, retired_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
          ON CONFLICT (id) DO UPDATE SET endpoint_id = EXCLUDED.endpoint_id, key_hash = EXCLUDED.key_hash,
            version = EXCLUDED.version, managed = EXCLUDED.managed, state = EXCLUDED.state, reason = EXCLUDED.reason,
            gpu_type_id = EXCLUDED.gpu_type_id, gpu_count = EXCLUDED.gpu_count, last_seen_at = EXCLUDED.last_seen_at,
-           retired = EXCLUDED.retired`,
+           retired = EXCLUDED.retired, retired_at = EXCLUDED.retired_at`,
         [
           w.id,
           w.endpointId,
@@ -31,8 +37,27 @@ export function workerVerbs(db: Db): WorkerVerbs {
           w.createdAt,
           w.lastSeenAt,
           w.retired,
+          w.retired ? w.retiredAt : null,
         ],
       );
+    },
+
+    // As the SQLite store's takeOver: one conditional write, so two nodes (or the worker coming back) cannot both
+    // win. The row lock taken by the UPDATE holds until the stop orders are gone.
+    takeOverWorker(w, from) {
+      return db.tx(async (c) => {
+        const { rowCount } = await c.query(
+          `UPDATE workers SET endpoint_id = $1, key_hash = NULL, version = $2, managed = FALSE, state = $3,
+             reason = NULL, gpu_type_id = NULL, gpu_count = 0, created_at = $4, last_seen_at = $5, retired = FALSE,
+             retired_at = NULL
+           WHERE id = $6 AND endpoint_id = $7 AND last_seen_at = $8 AND NOT managed
+             AND NOT EXISTS (SELECT 1 FROM jobs WHERE worker_id = $6 AND status = 'IN_PROGRESS')`,
+          [w.endpointId, w.version, w.state, w.createdAt, w.lastSeenAt, w.id, from.endpointId, from.lastSeenAt],
+        );
+        if (!rowCount) return false;
+        await c.query('DELETE FROM job_stops WHERE worker_id = $1', [w.id]);
+        return true;
+      });
     },
 
     async getWorker(id) {
@@ -61,7 +86,8 @@ export function workerVerbs(db: Db): WorkerVerbs {
         `UPDATE workers SET last_seen_at = GREATEST(last_seen_at, $1),
            state = COALESCE($2::text, state),
            reason = CASE WHEN $3::boolean THEN $4::text ELSE reason END,
-           retired = COALESCE($5::boolean, retired)
+           retired = COALESCE($5::boolean, retired),
+           retired_at = CASE $5::boolean WHEN TRUE THEN $1 WHEN FALSE THEN NULL ELSE retired_at END
          WHERE id = $6`,
         [now, patch.state ?? null, patch.reason !== undefined, patch.reason ?? null, patch.retired ?? null, id],
       );

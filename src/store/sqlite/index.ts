@@ -199,6 +199,9 @@ class SqliteStore implements Store {
   upsertWorker(worker: WorkerRecord) {
     return this.write(() => this.workers.upsert(worker));
   }
+  takeOverWorker(worker: WorkerRecord, from: { endpointId: string; lastSeenAt: number }) {
+    return this.write(() => this.workers.takeOver(worker, from));
+  }
   async getWorker(workerId: string) {
     return this.workers.get(workerId);
   }

@@ -254,6 +254,13 @@ CREATE INDEX jobs_queue_normal ON jobs (endpoint_id, queued_at) WHERE status = '
     sql: `DROP INDEX jobs_endpoint_created;
 CREATE INDEX jobs_endpoint_created ON jobs (endpoint_id, created_at, id);`,
   },
+  {
+    version: 9,
+    name: 'workers: when a worker was retired',
+    // A worker joined from outside gets no job for a lease after its retirement and is then taken back; the time
+    // was kept in one node's memory, so a restart ended the pause at once.
+    sql: `ALTER TABLE workers ADD COLUMN retired_at INTEGER;`,
+  },
 ];
 
 export function migrate(db: DatabaseSync): void {

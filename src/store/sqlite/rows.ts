@@ -75,6 +75,7 @@ export interface WorkerRow {
   created_at: number;
   last_seen_at: number;
   retired: number;
+  retired_at: number | null;
 }
 
 export function toWorker(r: WorkerRow): WorkerRecord {
@@ -91,5 +92,6 @@ export function toWorker(r: WorkerRow): WorkerRecord {
     createdAt: r.created_at,
     lastSeenAt: r.last_seen_at,
     retired: r.retired === 1,
+    retiredAt: r.retired_at,
   };
 }

@@ -28,12 +28,12 @@ export class SqliteWorkers {
     this.cache.delete(w.id);
     this.q(
       `INSERT INTO workers (id, endpoint_id, key_hash, version, managed, state, reason, gpu_type_id, gpu_count,
-         created_at, last_seen_at, retired)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         created_at, last_seen_at, retired, retired_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET endpoint_id = excluded.endpoint_id, key_hash = excluded.key_hash,
          version = excluded.version, managed = excluded.managed, state = excluded.state, reason = excluded.reason,
          gpu_type_id = excluded.gpu_type_id, gpu_count = excluded.gpu_count, last_seen_at = excluded.last_seen_at,
-         retired = excluded.retired`,
+         retired = excluded.retired, retired_at = excluded.retired_at`,
     ).run(
       w.id,
       w.endpointId,
@@ -47,7 +47,26 @@ export class SqliteWorkers {
       w.createdAt,
       w.lastSeenAt,
       w.retired ? 1 : 0,
+      w.retired ? w.retiredAt : null,
     );
+  }
+
+  /**
+   * Give a worker id held by another endpoint's abandoned outside worker to `w`, if it is still as the caller saw
+   * it (`from`: same endpoint, not seen since, holding no job): one conditional write, so a worker that came back
+   * meanwhile, or another taker, wins instead. The earlier holder's stop orders go with it.
+   */
+  takeOver(w: WorkerRecord, from: { endpointId: string; lastSeenAt: number }): boolean {
+    this.cache.delete(w.id);
+    const { changes } = this.q(
+      `UPDATE workers SET endpoint_id = ?, key_hash = NULL, version = ?, managed = 0, state = ?, reason = NULL,
+         gpu_type_id = NULL, gpu_count = 0, created_at = ?, last_seen_at = ?, retired = 0, retired_at = NULL
+       WHERE id = ? AND endpoint_id = ? AND last_seen_at = ? AND managed = 0
+         AND NOT EXISTS (SELECT 1 FROM jobs WHERE worker_id = ? AND status = 'IN_PROGRESS')`,
+    ).run(w.endpointId, w.version, w.state, w.createdAt, w.lastSeenAt, w.id, from.endpointId, from.lastSeenAt, w.id);
+    if (changes === 0) return false;
+    this.q('DELETE FROM job_stops WHERE worker_id = ?').run(w.id);
+    return true;
   }
 
   get(id: string): WorkerRecord | null {
@@ -81,7 +100,8 @@ export class SqliteWorkers {
       `UPDATE workers SET last_seen_at = MAX(last_seen_at, ?),
          state = COALESCE(?, state),
          reason = CASE WHEN ? THEN ? ELSE reason END,
-         retired = COALESCE(?, retired)
+         retired = COALESCE(?, retired),
+         retired_at = CASE ? WHEN 1 THEN ? WHEN 0 THEN NULL ELSE retired_at END
        WHERE id = ?`,
     ).run(
       now,
@@ -89,6 +109,8 @@ export class SqliteWorkers {
       patch.reason !== undefined ? 1 : 0,
       patch.reason ?? null,
       patch.retired === undefined ? null : patch.retired ? 1 : 0,
+      patch.retired === undefined ? null : patch.retired ? 1 : 0,
+      now,
       id,
     );
   }
