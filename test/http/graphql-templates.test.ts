@@ -171,6 +171,27 @@ describe('registry auths and network volumes', () => {
     expect(res.json.errors[0].message).toBe(
       'Variable "$input" got invalid value; Field "extra" is not defined by type "SaveRegistryAuthInput".',
     );
+    // The scalars' own reasons print the value again; an env secret as an object, a wrong enum value too.
+    const numeric = await run(doc, { input: { name: 'hub', username: 'me', password: 98765432101 } });
+    expect(numeric.status).toBe(400);
+    expect(numeric.text).not.toContain('98765432101');
+    expect(numeric.json.errors[0].message).toBe(
+      'Variable "$input" got invalid value at "input.password"; String cannot represent a non string value.',
+    );
+    const envDoc = 'mutation T($input: SaveTemplateInput!) { saveTemplate(input: $input) { id } }';
+    const env = await run(envDoc, {
+      input: { name: 't', imageName: 'x', containerDiskInGb: 5, env: [{ key: 'K', value: { s: 'TOPSECRETENV7' } }] },
+    });
+    expect(env.status).toBe(400);
+    expect(env.text).not.toContain('TOPSECRETENV7');
+    const wrongEnum = await run(envDoc, {
+      input: { name: 't', imageName: 'x', containerDiskInGb: 5, env: [], category: 'SECRETISH_VALUE' },
+    });
+    expect(wrongEnum.status).toBe(400);
+    expect(wrongEnum.text).not.toContain('SECRETISH_VALUE');
+    expect(wrongEnum.json.errors.map((e: { message: string }) => e.message)).toContain(
+      'Variable "$input" got invalid value at "input.category"; The value does not exist in "TemplateCategory" enum.',
+    );
   });
 
   it('creates, updates, lists and deletes a network volume', async () => {

@@ -113,8 +113,16 @@ const INVALID_VARIABLE = /^(Variable "\$[^"]+" got invalid value) /s;
 function withoutVariableValue(message: string): string {
   const m = INVALID_VARIABLE.exec(message);
   if (!m) return message;
-  const why = message.slice(message.lastIndexOf('; ') + 2);
-  return `${m[1]}; ${why}`;
+  const cut = message.lastIndexOf('; ');
+  // Where in the variable, when graphql-js says (` at "input.password"`): a path, never the value.
+  const where = / at "[^"]*"$/.exec(message.slice(0, cut))?.[0] ?? '';
+  const why = message
+    .slice(cut + 2)
+    // The scalars' and enums' own reasons print the value again: `String cannot represent a non string value: 1`,
+    // `Value "x" does not exist in "E" enum.`
+    .replace(/(cannot represent[^:]*): .*$/s, '$1.')
+    .replace(/^Value ".*" does not exist in /s, 'The value does not exist in ');
+  return `${m[1]}${where}; ${why}`;
 }
 
 function requestErrors(errors: readonly GraphQLError[]) {
