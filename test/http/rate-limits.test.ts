@@ -82,6 +82,16 @@ describe('rates per user per endpoint', () => {
       expect(res.headers.get('x-ratelimit-limit')).toBe(String(REQUESTS_PER_WORKER));
     }
     expectLimited(await t.api('GET', `/v2/${busy}/status/${busyJob}`));
+
+    // Another user's requests to the busy endpoint get 404 under the base limit, as for an id that does not exist:
+    // the header does not say that the endpoint exists or how many workers it runs.
+    const carol = await t.server.accounts.createUser(`carol-rl-${Date.now()}`);
+    const { key } = await t.server.accounts.createKey(carol.id, 'carol', 'all');
+    for (const target of [busy, 'no-such-endpoint']) {
+      const res = await t.api('POST', `/v2/${target}/purge-queue`, undefined, { key });
+      expect(res.status).toBe(404);
+      expect(res.headers.get('x-ratelimit-limit')).toBe('2');
+    }
   });
 });
 

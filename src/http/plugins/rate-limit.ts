@@ -136,27 +136,32 @@ export function registerRateLimits(
   const limits: Record<LimitedOperation, OperationLimit> = { ...QUEUE_LIMITS, ...parseOverrides(settings.overrides) };
   const cacheMs = settings.workerCountCacheMs ?? 1000;
   const inFlight = new Map<string, number>();
-  const workerCounts = new Map<string, { at: number; count: Promise<number> }>();
+  const workerCounts = new Map<string, { at: number; load: Promise<{ ownerId: string | null; running: number }> }>();
   // The limiter only counts (its own cap is never reached); the limit is dynamic, so it is compared here.
   const counter =
     settings.counter ?? new RateLimiterMemory({ points: Number.MAX_SAFE_INTEGER, duration: WINDOW_MS / 1000 });
 
-  /** Workers holding a job on the endpoint (as /health counts `running`), reused for `cacheMs`. */
-  const runningWorkers = (endpointId: string): Promise<number> => {
+  /**
+   * The endpoint's owner and its workers holding a job (as /health counts `running`), reused for `cacheMs`. The
+   * owner is read with the count: only the owner's requests get the dynamic limit, so its header never tells
+   * another user whether the endpoint exists or how busy it is (their request answers 404 anyway).
+   */
+  const endpointLoad = (endpointId: string): Promise<{ ownerId: string | null; running: number }> => {
     const now = Date.now();
     const hit = workerCounts.get(endpointId);
-    if (hit && now - hit.at < cacheMs) return hit.count;
+    if (hit && now - hit.at < cacheMs) return hit.load;
     if (workerCounts.size > 10_000) workerCounts.clear();
-    const count = deps.store
-      .runningByWorker(endpointId)
-      .then((load) => Object.keys(load).length)
-      .catch(() => 0);
-    workerCounts.set(endpointId, { at: now, count });
-    return count;
+    const load = Promise.all([deps.store.getEndpoint(null, endpointId), deps.store.runningByWorker(endpointId)])
+      .then(([endpoint, running]) => ({ ownerId: endpoint?.userId ?? null, running: Object.keys(running).length }))
+      .catch(() => ({ ownerId: null, running: 0 }));
+    workerCounts.set(endpointId, { at: now, load });
+    return load;
   };
 
-  const effective = async (base: OperationLimit, endpointId: string): Promise<OperationLimit> => {
-    const dynamic = (await runningWorkers(endpointId)) * settings.requestsPerWorker;
+  const effective = async (base: OperationLimit, endpointId: string, userId: string): Promise<OperationLimit> => {
+    const { ownerId, running } = await endpointLoad(endpointId);
+    if (ownerId !== userId) return base;
+    const dynamic = running * settings.requestsPerWorker;
     return {
       rate: Math.max(base.rate, dynamic),
       concurrent: base.concurrent === null ? null : Math.max(base.concurrent, dynamic),
@@ -204,7 +209,8 @@ export function registerRateLimits(
     } else {
       const endpointId = (request.params as { endpointId?: string }).endpointId ?? '';
       key = `${route.op}|${who}|${endpointId}`;
-      limit = await effective(limits[route.op], endpointId);
+      const userId = principal.kind === 'user' ? principal.user.id : principal.userId;
+      limit = await effective(limits[route.op], endpointId, userId);
       operation = `/${route.op}`;
     }
     let used: number | null = null;
