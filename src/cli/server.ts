@@ -105,7 +105,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     lostJobGraceMs: config.lostJobGraceMs,
     maxAttempts: config.maxAttempts,
   });
-  const accounts = new Accounts(store);
+  const accounts = new Accounts(store, bus);
   // Executor warnings (a limit the host cannot enforce) go to the server's log once it exists.
   let executorWarning = (message: string): void => void process.stderr.write(`${message}\n`);
   const executor = await createExecutor(config, dataDir, store, (message) => executorWarning(message));

@@ -9,6 +9,7 @@ import {
   type WorkerRecord,
 } from '../domain/index.ts';
 import { WharfError } from '../errors/index.ts';
+import { topics, type Bus } from './bus.ts';
 import type { Store } from '../store/index.ts';
 
 export type Principal =
@@ -27,16 +28,23 @@ export function generateKey(prefix = 'wharf'): string {
 /** A user's webhook signing secret (HMAC-SHA256 key), made once at creation. */
 const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64url')}`;
 
-/** How long a resolved key is trusted without a store read. Revocation clears the cache at once on this node. */
+/**
+ * How long a resolved key is trusted without a store read. A revocation (or a removed worker, a changed user)
+ * clears the cache at once on every node: the `accounts` bus topic reaches the others over LISTEN/NOTIFY, and a
+ * node whose bridge reconnected clears it too (wakeAll), as it may have missed one.
+ */
 const CACHE_MS = 5000;
 
 /** Users and API keys: bootstrap of the admin, issuing, resolving and revoking keys. */
 export class Accounts {
   private readonly store: Store;
+  private readonly bus: Bus;
   private readonly cache = new Map<string, { principal: Principal | null; at: number }>();
 
-  constructor(store: Store) {
+  constructor(store: Store, bus: Bus) {
     this.store = store;
+    this.bus = bus;
+    bus.subscribe(topics.accounts, () => this.cache.clear());
   }
 
   /**
@@ -96,7 +104,7 @@ export class Accounts {
   async setServerlessDiscount(userId: string, discount: ServerlessDiscount | null): Promise<User> {
     const user = { ...(await this.getUser(userId)), serverlessDiscount: discount };
     await this.store.updateUser(user);
-    this.cache.clear();
+    this.invalidate();
     return user;
   }
 
@@ -140,7 +148,7 @@ export class Accounts {
 
   async revokeKey(userId: string, keyId: string): Promise<boolean> {
     const ok = await this.store.revokeApiKey(userId, keyId, Date.now());
-    this.cache.clear();
+    this.invalidate();
     return ok;
   }
 
@@ -170,8 +178,8 @@ export class Accounts {
     return endpoint ? { kind: 'worker', worker, userId: endpoint.userId } : null;
   }
 
-  /** Forget cached resolutions (a worker was removed, a key revoked). */
+  /** Forget cached resolutions here and on every other node (a worker was removed, a key revoked). */
   invalidate(): void {
-    this.cache.clear();
+    this.bus.publish(topics.accounts);
   }
 }

@@ -27,6 +27,8 @@ export class Bus {
   /** The waiters a single wake-up may go to, per topic, in the order they were armed (a subset of `topics`). */
   private readonly singles = new Map<string, Set<Settle>>();
   private readonly listeners = new Set<PublishListener>();
+  /** Standing handlers per topic (subscribe): called on every wake-up of the topic, never settled. */
+  private readonly handlers = new Map<string, Set<() => void>>();
   private closed = false;
 
   /**
@@ -95,6 +97,7 @@ export class Bus {
    * waiters (that many publishOne() calls there, coalesced into one notification).
    */
   deliver(topic: string, singles?: number): void {
+    for (const handler of this.handlers.get(topic) ?? []) handler();
     if (singles !== undefined) {
       for (let i = 0; i < singles && this.wakeOne(topic); i++);
       return;
@@ -106,7 +109,16 @@ export class Bus {
 
   /** Wake every waiter without closing (a multi-node bridge reconnected and may have missed wake-ups). */
   wakeAll(): void {
-    for (const topic of [...this.topics.keys()]) this.deliver(topic);
+    for (const topic of new Set([...this.topics.keys(), ...this.handlers.keys()])) this.deliver(topic);
+  }
+
+  /**
+   * Call `handler` at every wake-up of `topic`, from this node or another, and at every wakeAll (a bridge that may
+   * have missed some): for state that must follow a change at once, such as cached API keys after a revocation.
+   */
+  subscribe(topic: string, handler: () => void): () => void {
+    addToSetOf(this.handlers, topic, handler);
+    return () => removeFromSetOf(this.handlers, topic, handler);
   }
 
   onPublish(listener: PublishListener): () => void {
@@ -156,4 +168,6 @@ export const topics = {
   stop: (workerId: string): string => `stop:${workerId}`,
   /** Multi-node: the leader shared new fleet statuses (fleet/shared-status.ts). */
   fleetStatus: 'fleet-status',
+  /** A key was revoked, a worker removed or a user changed: cached key resolutions are forgotten on every node. */
+  accounts: 'accounts',
 };

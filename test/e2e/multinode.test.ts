@@ -138,6 +138,15 @@ describe.skipIf(unavailable !== null)('multi-node: three wharf serve nodes shari
     expect((await api(a, 'POST', `/v2/${ep}/purge-queue`)).status).toBe(200);
     expect((await api(b, 'POST', `/v2/${ep}/purge-queue`)).status).toBe(200);
     expect((await api(c, 'POST', `/v2/${ep}/purge-queue`)).status).toBe(429);
+
+    // A key revoked on A stops working on B and C at once, though both had just resolved (and cached) it.
+    const made = await api(a, 'POST', '/v1/keys', { name: 'mn-revoked' });
+    expect(made.status).toBe(200);
+    const withKey = (n: Node) => request(`${n.url}/v1/endpoints`, 'GET', undefined, { key: made.json.key as string });
+    for (const n of [b, c]) expect((await withKey(n)).status).toBe(200);
+    expect((await api(a, 'DELETE', `/v1/keys/${made.json.id}`)).status).toBe(204);
+    await sleep(200); // the NOTIFY's trip, far inside the 5 s a cached resolution would otherwise be trusted
+    for (const n of [b, c]) expect((await withKey(n)).status).toBe(401);
   }, 120_000);
 
   it("why jobs wait is shown on every node, from the leader's autoscaler, and by the next leader after a failover", async () => {

@@ -87,4 +87,21 @@ describe('Bus', () => {
     bus.deliver('queue:e1');
     expect(await broadcastOnly.promise).toBe(true);
   });
+
+  it('a subscription runs at every wake-up of its topic (here, from another node, after a reconnect) until dropped', () => {
+    const bus = new Bus();
+    const seen: string[] = [];
+    const relayed: string[] = [];
+    bus.onPublish((topic) => relayed.push(topic));
+    const drop = bus.subscribe('accounts', () => seen.push('accounts'));
+    bus.subscribe('other', () => seen.push('other'));
+    bus.publish('accounts');
+    bus.deliver('accounts');
+    bus.wakeAll();
+    expect(seen.filter((s) => s === 'accounts')).toHaveLength(3);
+    expect(relayed).toEqual(['accounts']); // published here: other nodes hear of it
+    drop();
+    bus.publish('accounts');
+    expect(seen.filter((s) => s === 'accounts')).toHaveLength(3);
+  });
 });
