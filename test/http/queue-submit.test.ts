@@ -73,6 +73,7 @@ describe.each(['run', 'runsync'])('POST /%s validation', (route) => {
     ['webhook with javascript scheme', { input: {}, webhook: 'javascript:alert(1)' }, 'webhook'],
     ['webhook not a URL', { input: {}, webhook: 'not a url' }, 'webhook'],
     ['webhook not a string', { input: {}, webhook: 42 }, 'webhook'],
+    ['webhook with a user name and password', { input: {}, webhook: 'http://user:pw@127.0.0.1:9/h' }, 'webhook'],
     [
       's3Config member of the wrong type',
       { input: {}, s3Config: { accessId: 1, accessSecret: 's', bucketName: 'b', endpointUrl: 'https://s3' } },

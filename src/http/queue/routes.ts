@@ -30,6 +30,14 @@ function checkWebhook(url: string | undefined): void {
       { details: [{ field: 'webhook' }] },
     );
   }
+  // fetch refuses such a URL, so it could never be delivered; and the password would be kept in the delivery log.
+  if (parsed.username !== '' || parsed.password !== '') {
+    throw new WharfError(
+      'VALIDATION_FAILED',
+      { reason: 'webhook must not carry a user name or password (sign deliveries with the webhook secret instead)' },
+      { details: [{ field: 'webhook' }] },
+    );
+  }
 }
 
 /** The queue API of interface §4.1 under /v2/{endpointId}. Every success is HTTP 200 (the JS SDK insists). */
