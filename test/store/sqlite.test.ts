@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -27,6 +27,22 @@ describe('sqlite specifics', () => {
     other.close();
     expect(row).toEqual({ id: job.id });
     await store.close();
+  });
+
+  it('the database and its WAL are readable by the owner only, in a directory open to all, and one made 0644', async () => {
+    const open = mkdtempSync(join(dir, 'open-'));
+    chmodSync(open, 0o755);
+    const path = join(open, 'wharf.db');
+    const before = join(open, 'before.db');
+    writeFileSync(before, '', { mode: 0o644 });
+    chmodSync(before, 0o644);
+    for (const p of [path, before]) {
+      const store = openSqliteStore({ path: p });
+      await store.migrate();
+      await store.submitJob(newJob('ep'));
+      for (const f of [p, `${p}-wal`, `${p}-shm`]) expect((statSync(f).mode & 0o777).toString(8), f).toBe('600');
+      await store.close();
+    }
   });
 
   it('records migrations in a ledger and refuses a schema newer than it knows', async () => {

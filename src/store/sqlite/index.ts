@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type {
@@ -413,7 +413,10 @@ class SqliteStore implements Store {
 }
 
 export function openSqliteStore(opts: SqliteStoreOptions): Store {
-  if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true });
+  if (opts.path !== ':memory:') {
+    mkdirSync(dirname(opts.path), { recursive: true, mode: 0o700 });
+    ownerOnly(opts.path);
+  }
   const db = new DatabaseSync(opts.path);
   db.exec('PRAGMA journal_mode = WAL');
   const durable = (opts.synchronous ?? 'FULL') === 'FULL' && opts.path !== ':memory:';
@@ -428,4 +431,15 @@ export function openSqliteStore(opts: SqliteStoreOptions): Store {
     db,
     offLoop ? { kind: 'wal-fsync', walPath: `${opts.path}-wal`, fdatasync: opts.fdatasync } : { kind: 'none' },
   );
+}
+
+/**
+ * The database holds webhook signing secrets, template env values and job inputs: readable by the server's user
+ * only, whatever the umask or the mode of a data directory that already existed. SQLite creates the -wal and -shm
+ * files with the database file's mode, so they follow.
+ */
+function ownerOnly(path: string): void {
+  closeSync(openSync(path, 'a', 0o600));
+  chmodSync(path, 0o600);
+  for (const side of [`${path}-wal`, `${path}-shm`]) if (existsSync(side)) chmodSync(side, 0o600);
 }
