@@ -133,6 +133,11 @@ function embeddings(req: OpenAiRequest) {
 async function handler(job: Job<OpenAiJob>, ctx: HandlerContext) {
   const { openai_route: route, openai_input: req = {} } = job.input;
   if (req.model === 'fail') throw new Error('model "fail" failed on purpose');
+  // What the vLLM worker answers for a model it does not serve: its error object as the output, not an exception.
+  if (req.model === 'missing') {
+    return { object: 'error', message: 'The model `missing` does not exist.', type: 'NotFoundError', code: 404 };
+  }
+  if (req.model === 'silent') return null;
   switch (route) {
     case '/v1/models':
       return { object: 'list', data: [{ id: MODEL, object: 'model', created: 0, owned_by: 'wharf' }] };

@@ -130,6 +130,26 @@ describe('OpenAI-compatible routes with the official client', () => {
     expect((error as Error).message).toMatch(/failed on purpose/);
   });
 
+  it('a streamed request whose job completes without streaming: its error output or no output is an error', async () => {
+    const drain = async (model: string): Promise<unknown> => {
+      const stream = await client.chat.completions.create({ model, messages, stream: true });
+      const chunks: unknown[] = [];
+      for await (const chunk of stream) chunks.push(chunk);
+      return chunks;
+    };
+    // vLLM's error object as the output: raised with its message, as without streaming (404 there).
+    const missing = await drain('missing').catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(OpenAI.APIError);
+    expect((missing as Error).message).toMatch(/does not exist/);
+    await expect(client.chat.completions.create({ model: 'missing', messages })).rejects.toBeInstanceOf(
+      OpenAI.NotFoundError,
+    );
+    // No output at all: an error, not an empty success.
+    const silent = await drain('silent').catch((e: unknown) => e);
+    expect(silent).toBeInstanceOf(OpenAI.APIError);
+    expect((silent as Error).message).toMatch(/without output/);
+  });
+
   it('a bad key is an AuthenticationError, an unknown endpoint a NotFoundError', async () => {
     const badKey = new OpenAI({ baseURL: `${t.url}/v2/${ep}/openai/v1`, apiKey: 'nope', maxRetries: 0 });
     await expect(badKey.models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);

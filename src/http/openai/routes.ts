@@ -110,6 +110,7 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
     };
     const pump = async (): Promise<void> => {
       let done = false;
+      let streamed = false;
       let lastActivity = engine.clock.now();
       for (;;) {
         const res = await engine.stream(endpointId, jobId, 'openai', KEEPALIVE_MS, gone);
@@ -119,12 +120,27 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
           done ||= hasDone(text);
           write(text);
         }
-        if (res.chunks.length > 0) lastActivity = engine.clock.now();
+        if (res.chunks.length > 0) {
+          lastActivity = engine.clock.now();
+          streamed = true;
+        }
         // Terminal with chunks just read: one more read drains any chunk that landed between chunks and status.
         if (isTerminal(res.status) && res.chunks.length === 0) {
           if (res.status !== 'COMPLETED') {
             write(`data: ${openAiErrorBody(failure(await engine.getJob(endpointId, jobId)))}\n\n`);
             return;
+          }
+          if (!streamed) {
+            // Completed without streaming anything: the output is the answer, as for a non-streaming request. No
+            // output, or vLLM's error object, ends the stream with an error event instead of an empty success.
+            const job = await engine.getJob(endpointId, jobId);
+            const answer = job.outputJson !== null ? answerOf(job.outputJson) : null;
+            if (!answer) {
+              write(`data: ${openAiErrorBody(failure(job))}\n\n`);
+              return;
+            }
+            write(`data: ${answer.body}\n\n`);
+            if (answer.status !== 200) return;
           }
           break;
         }
