@@ -193,6 +193,42 @@ describe('structured logs', () => {
   });
 });
 
+describe('requests the client abandons', () => {
+  it('a /runsync the client hangs up on is logged and counted once, as 499', async () => {
+    const ep = await createEndpoint(t);
+    const route = '/v2/:endpointId/runsync';
+    const count499 = async () => {
+      const text = (await scrape()).text;
+      return (
+        sample(text, 'wharf_http_request_duration_seconds_count', { route, method: 'POST', status_class: '4xx' }) ?? 0
+      );
+    };
+    const before = await count499();
+    const lines = t.lines.length;
+    const abort = new AbortController();
+    const waiting = t.api('POST', `/v2/${ep}/runsync?wait=30000`, { input: {} }, { signal: abort.signal });
+    // No worker: the request waits until the client gives up.
+    await new Promise((r) => setTimeout(r, 300));
+    abort.abort();
+    await waiting.catch(() => null);
+    await waitUntil(
+      async () => (await count499()) === before + 1,
+      5000,
+      () => 'the 499 to be counted',
+    );
+    const logged = t.lines
+      .slice(lines)
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.route === route);
+    expect(logged).toEqual([
+      expect.objectContaining({ msg: 'request closed by the client', statusCode: 499, endpointId: ep }),
+    ]);
+    // Once only, even after the server's own wait ends and it tries to answer.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await count499()).toBe(before + 1);
+  });
+});
+
 describe('cold starts', () => {
   it('observes the time from a managed worker’s start to its first request', async () => {
     const fleet = await startFleet({ metricsAuth: false });

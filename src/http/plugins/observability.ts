@@ -14,17 +14,12 @@ const QUIET = /\/(job-take|job-take-batch|job-stop|ping)\/|^\/(metrics|healthz|r
  * without its query string: `?api_key=` never reaches a log, and neither does a header (auth is redacted).
  */
 export function registerRequestObservability(app: FastifyInstance, metrics: WharfMetrics): void {
-  // Callback-style hooks: they run on every request, and an async hook costs Fastify a promise and a tick each.
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    const bindings = pathBindings(request);
-    if (bindings) bindLog(request, reply, bindings);
-    done();
-  });
+  /** Replies already logged and counted as closed by the client (499): their late 'finish', if any, is not. */
+  const abandoned = new WeakSet<FastifyReply>();
 
-  app.addHook('onResponse', (request, reply, done) => {
+  const complete = (request: FastifyRequest, reply: FastifyReply, statusCode: number, message: string): void => {
     const route = request.routeOptions.url ?? '(unmatched)';
-    metrics.observeHttp(route, request.method, reply.statusCode, reply.elapsedTime / 1000);
+    metrics.observeHttp(route, request.method, statusCode, reply.elapsedTime / 1000);
     const level = QUIET.test(route) ? 'debug' : 'info';
     // Fastify's logger type omits it; pino loggers and LazyLogger have it.
     if ((request.log as unknown as { isLevelEnabled(l: string): boolean }).isLevelEnabled(level)) {
@@ -32,11 +27,30 @@ export function registerRequestObservability(app: FastifyInstance, metrics: Whar
         method: request.method,
         route,
         path: request.url.split('?')[0],
-        statusCode: reply.statusCode,
+        statusCode,
         responseTimeMs: Math.round(reply.elapsedTime * 10) / 10,
       };
-      request.log[level](line, 'request completed');
+      request.log[level](line, message);
     }
+  };
+
+  // Callback-style hooks: they run on every request, and an async hook costs Fastify a promise and a tick each.
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    const bindings = pathBindings(request);
+    if (bindings) bindLog(request, reply, bindings);
+    // A response that never finished — the client hung up during a long poll, a /runsync or an SSE stream — gets no
+    // onResponse from Fastify: it is logged and counted here, as 499 (client closed request).
+    reply.raw.once('close', () => {
+      if (reply.raw.writableFinished) return;
+      abandoned.add(reply);
+      complete(request, reply, 499, 'request closed by the client');
+    });
+    done();
+  });
+
+  app.addHook('onResponse', (request, reply, done) => {
+    if (!abandoned.has(reply)) complete(request, reply, reply.statusCode, 'request completed');
     done();
   });
 }
