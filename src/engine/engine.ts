@@ -7,11 +7,12 @@ import {
   type Endpoint,
   type Job,
   type JobPolicy,
+  type JobStatus,
   type SubmitMode,
   type TerminalStatus,
 } from '../domain/index.ts';
 import { WharfError } from '../errors/index.ts';
-import type { HandTo, JobCounts, Store, SweptJob } from '../store/index.ts';
+import type { HandTo, JobCounts, Store, StreamRead, SweptJob } from '../store/index.ts';
 import { topics, type Bus, type Waiter } from './bus.ts';
 import type { Clock } from './clock.ts';
 
@@ -266,22 +267,45 @@ export class JobEngine {
       const waiter = this.armJob(endpointId, jobId, deadline - this.clock.now(), signal);
       try {
         const job = await this.peekJob(endpointId, jobId);
-        const read = await this.store.readChunks(endpointId, jobId, consumer);
+        const read = await this.store.readChunks(endpointId, jobId, consumer, STREAM_READ_MAX_CHARS);
         if (read.chunks.length > 0 || isTerminal(job.status) || this.clock.now() >= deadline || signal?.aborted) {
           // Re-read the status after the chunks: a job that finished in between reports its final state.
           const latest = read.chunks.length > 0 ? ((await this.store.getJob(endpointId, jobId)) ?? job) : job;
+          const answer = await this.finishStreamRead(endpointId, jobId, consumer, latest, read);
           await this.settledView();
-          return { status: latest.status, chunks: read.chunks };
+          return answer;
         }
         if (!(await waiter.promise)) {
-          const again = await this.store.readChunks(endpointId, jobId, consumer);
-          const latest = await this.getJob(endpointId, jobId);
-          return { status: latest.status, chunks: again.chunks };
+          const again = await this.store.readChunks(endpointId, jobId, consumer, STREAM_READ_MAX_CHARS);
+          return await this.finishStreamRead(endpointId, jobId, consumer, await this.getJob(endpointId, jobId), again);
         }
       } finally {
         waiter.dispose();
       }
     }
+  }
+
+  /**
+   * A stream read's answer. A final status tells every client to stop reading (the JS SDK stops after that batch),
+   * so it is given only with the last chunk: chunks the job appended between the read and its finish are read now
+   * (none can follow a final state: posts are fenced), and while chunks are left beyond the size bound the status
+   * says IN_PROGRESS — the stream, as its reader sees it, is not over.
+   */
+  private async finishStreamRead(
+    endpointId: string,
+    jobId: string,
+    consumer: string,
+    job: Job,
+    read: StreamRead,
+  ): Promise<{ status: JobStatus; chunks: string[] }> {
+    let { chunks, more } = read;
+    if (isTerminal(job.status) && chunks.length > 0 && !more) {
+      const used = chunks.reduce((n, c) => n + c.length, 0);
+      const rest = await this.store.readChunks(endpointId, jobId, consumer, Math.max(1, STREAM_READ_MAX_CHARS - used));
+      chunks = chunks.concat(rest.chunks);
+      more = rest.more;
+    }
+    return { status: more && isTerminal(job.status) ? 'IN_PROGRESS' : job.status, chunks };
   }
 
   async cancel(endpointId: string, jobId: string): Promise<Job> {
@@ -348,6 +372,12 @@ export function isFinalStatus(status: string): status is TerminalStatus {
 
 /** Woken when an endpoint's queue is purged (see JobEngine.armJob). */
 const purgeTopic = (endpointId: string): string => `purge:${endpointId}`;
+
+/**
+ * The most chunk text one /stream answer carries (at least one chunk, each at most 1 MB): a backlog of hundreds of
+ * chunks left unread is answered in parts, never built into one string that could outgrow what V8 can hold.
+ */
+export const STREAM_READ_MAX_CHARS = 8 * 1024 * 1024;
 
 function clamp(v: number, lo: number, hi: number): number {
   return Math.min(hi, Math.max(lo, v));

@@ -105,6 +105,8 @@ export interface LeaseSweep {
 export interface StreamRead {
   /** Chunk bodies (`{"output": …}` JSON text) the consumer had not seen, in order. */
   chunks: string[];
+  /** More chunks wait after these: the read stopped at its size bound. */
+  more: boolean;
 }
 
 export interface JobStore {
@@ -144,8 +146,11 @@ export interface JobStore {
     chunksJson: string[],
     now: number,
   ): Promise<FencedOutcome>;
-  /** Chunks not yet returned to this consumer; advances the consumer's cursor in the same transaction. */
-  readChunks(endpointId: string, jobId: string, consumer: string): Promise<StreamRead>;
+  /**
+   * Chunks not yet returned to this consumer, in order, as many as fit in `maxChars` (at least one: a chunk is at
+   * most 1 MB); advances the consumer's cursor past them in the same transaction.
+   */
+  readChunks(endpointId: string, jobId: string, consumer: string, maxChars: number): Promise<StreamRead>;
   cancelJob(endpointId: string, jobId: string, now: number): Promise<CancelOutcome>;
   retryJob(endpointId: string, jobId: string, now: number): Promise<RetryOutcome>;
   /** Remove the endpoint's queued jobs (running ones are untouched); returns how many. */

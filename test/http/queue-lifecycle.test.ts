@@ -1,3 +1,4 @@
+import { STREAM_READ_MAX_CHARS } from '../../src/engine/engine.ts';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEndpoint, protocolWorker, startTestServer, TestClock, type TestServer } from '../helpers/server.ts';
 
@@ -195,6 +196,30 @@ describe('/stream', () => {
 
     const b2 = await streamB();
     expect(b2.json).toEqual({ status: 'COMPLETED', stream: [{ output: 'd' }] });
+  });
+
+  it('a backlog past the size bound is answered in parts; the final status comes only with the last part', async () => {
+    const ep = await createEndpoint(t);
+    const w = newWorker(ep);
+    const id = await submit(ep);
+    await w.take();
+    // Ten chunks of ~900 KB: more than one answer may carry (STREAM_READ_MAX_CHARS, 8 MiB).
+    const big = (n: number) => String(n).repeat(900_000);
+    for (let n = 0; n < 10; n++) expect((await w.stream(id, { output: big(n) })).status).toBe(200);
+    expect((await w.done(id, { output: 'final' })).status).toBe(200);
+    const seen: string[] = [];
+    const statuses: string[] = [];
+    for (let k = 0; k < 5 && statuses.at(-1) !== 'COMPLETED'; k++) {
+      const res = await t.api('GET', `/v2/${ep}/stream/${id}`);
+      expect(res.status).toBe(200);
+      expect(res.text.length).toBeLessThan(STREAM_READ_MAX_CHARS + 1_000_000);
+      statuses.push(res.json.status);
+      for (const c of res.json.stream) seen.push(c.output);
+    }
+    // Not final while chunks are left (the JS SDK stops reading at a final status).
+    expect(statuses).toEqual(['IN_PROGRESS', 'COMPLETED']);
+    expect(seen).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map(big));
+    expect((await t.api('GET', `/v2/${ep}/stream/${id}`)).json).toEqual({ status: 'COMPLETED', stream: [] });
   });
 
   it('a long poll with no chunk ends with an empty stream after wait', async () => {

@@ -7,9 +7,13 @@ import type { Endpoint, Template } from '../../src/domain/index.ts';
 import { ENDPOINT_DEFAULTS, LIMITS, TEMPLATE_DEFAULTS } from '../../src/domain/index.ts';
 import type { HandTo, Store } from '../../src/store/index.ts';
 import { newJob, T0, worker } from './records.ts';
+
 import { countsContract } from './contract-counts.ts';
 import { managementContract } from './contract-management.ts';
 import { requestsContract } from './contract-requests.ts';
+
+/** A size bound for stream reads that no test chunk reaches. */
+const MAX = 1 << 20;
 
 export { newJob, worker } from './records.ts';
 
@@ -240,11 +244,22 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         const j = await store.submitJob(newJob(ep));
         await store.takeJobs(ep, 'w1', 1, T0 + 5);
         await store.appendChunks(ep, j.id, 'w1', ['{"output":"a"}'], T0 + 7);
-        expect((await store.readChunks(ep, j.id, 'k1')).chunks).toEqual(['{"output":"a"}']);
-        expect((await store.readChunks(ep, j.id, 'k1')).chunks).toEqual([]);
+        expect((await store.readChunks(ep, j.id, 'k1', MAX)).chunks).toEqual(['{"output":"a"}']);
+        expect((await store.readChunks(ep, j.id, 'k1', MAX)).chunks).toEqual([]);
         await store.appendChunks(ep, j.id, 'w1', ['{"output":"b"}'], T0 + 7);
-        expect((await store.readChunks(ep, j.id, 'k1')).chunks).toEqual(['{"output":"b"}']);
-        expect((await store.readChunks(ep, j.id, 'k2')).chunks).toEqual(['{"output":"a"}', '{"output":"b"}']);
+        expect((await store.readChunks(ep, j.id, 'k1', MAX)).chunks).toEqual(['{"output":"b"}']);
+        expect((await store.readChunks(ep, j.id, 'k2', MAX)).chunks).toEqual(['{"output":"a"}', '{"output":"b"}']);
+      });
+
+      it('returns at most the size bound of chunks (always one), and says when more wait', async () => {
+        const j = await store.submitJob(newJob(ep));
+        await store.takeJobs(ep, 'w1', 1, T0 + 5);
+        const chunk = (n: number) => `{"output":"${String(n).repeat(10)}"}`; // 24 characters each
+        await store.appendChunks(ep, j.id, 'w1', [1, 2, 3, 4, 5].map(chunk), T0 + 7);
+        expect(await store.readChunks(ep, j.id, 'k', 50)).toEqual({ chunks: [chunk(1), chunk(2)], more: true });
+        expect(await store.readChunks(ep, j.id, 'k', 10)).toEqual({ chunks: [chunk(3)], more: true });
+        expect(await store.readChunks(ep, j.id, 'k', 1000)).toEqual({ chunks: [chunk(4), chunk(5)], more: false });
+        expect(await store.readChunks(ep, j.id, 'k', 1000)).toEqual({ chunks: [], more: false });
       });
     });
 
@@ -286,7 +301,7 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
           // A retry asked for by the client is not an automatic retry after a lost worker.
           retries: 0,
         });
-        expect((await store.readChunks(ep, j.id, 'k')).chunks).toEqual([]);
+        expect((await store.readChunks(ep, j.id, 'k', MAX)).chunks).toEqual([]);
         const [again] = await store.takeJobs(ep, 'w2', 1, T0 + 8);
         // The lost-worker bound counts hand-outs since the retry.
         expect(again).toMatchObject({ id: j.id, attempt: 1 });

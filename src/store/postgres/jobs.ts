@@ -221,17 +221,23 @@ export function jobVerbs(db: Db): JobVerbs {
       });
     },
 
-    readChunks(endpointId, jobId, consumer) {
+    readChunks(endpointId, jobId, consumer, maxChars) {
       return db.tx(async (c) => {
         // Locked: two reads by one consumer at once must not both return the same chunks.
-        if (!(await lockJob(c, endpointId, jobId))) return { chunks: [] };
+        if (!(await lockJob(c, endpointId, jobId))) return { chunks: [], more: false };
         const cursor = await c.query<{ seq: number }>(
           'SELECT seq FROM stream_cursors WHERE job_id = $1 AND consumer = $2',
           [jobId, consumer],
         );
-        const rows = await c.query<{ seq: number; body: string }>(
-          'SELECT seq, body FROM stream_chunks WHERE job_id = $1 AND seq > $2 ORDER BY seq',
-          [jobId, cursor.rows[0]?.seq ?? 0],
+        // The chunks that fit in the bound (the first always goes), and how many wait in all: only those sent
+        // leave the database, however long the backlog.
+        const rows = await c.query<{ seq: number; body: string; waiting: number }>(
+          `SELECT seq, body, waiting FROM (
+             SELECT seq, body, SUM(length(body)) OVER (ORDER BY seq) AS upto, ROW_NUMBER() OVER (ORDER BY seq) AS n,
+               COUNT(*) OVER () AS waiting
+             FROM stream_chunks WHERE job_id = $1 AND seq > $2) pending
+           WHERE upto <= $3 OR n = 1 ORDER BY seq`,
+          [jobId, cursor.rows[0]?.seq ?? 0, maxChars],
         );
         const last = rows.rows[rows.rows.length - 1];
         if (last) {
@@ -241,7 +247,7 @@ export function jobVerbs(db: Db): JobVerbs {
             [jobId, consumer, last.seq],
           );
         }
-        return { chunks: rows.rows.map((r) => r.body) };
+        return { chunks: rows.rows.map((r) => r.body), more: (last?.waiting ?? 0) > rows.rows.length };
       });
     },
 

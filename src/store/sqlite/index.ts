@@ -150,8 +150,8 @@ class SqliteStore implements Store {
   returnUndelivered(workerId: string, jobIds: string[]) {
     return this.softWrite(() => this.jobs.returnUndelivered(workerId, jobIds));
   }
-  readChunks(endpointId: string, jobId: string, consumer: string) {
-    return this.softWrite(() => this.jobs.readChunks(endpointId, jobId, consumer));
+  readChunks(endpointId: string, jobId: string, consumer: string, maxChars: number) {
+    return this.softWrite(() => this.jobs.readChunks(endpointId, jobId, consumer, maxChars));
   }
   cancelJob(endpointId: string, jobId: string, now: number) {
     return this.write(() => {

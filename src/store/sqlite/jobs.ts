@@ -173,25 +173,35 @@ export class SqliteJobs {
     return f;
   }
 
-  readChunks(endpointId: string, jobId: string, consumer: string): StreamRead {
-    if (!this.row(endpointId, jobId)) return { chunks: [] };
+  readChunks(endpointId: string, jobId: string, consumer: string, maxChars: number): StreamRead {
+    if (!this.row(endpointId, jobId)) return { chunks: [], more: false };
     const cursor = this.q('SELECT seq FROM stream_cursors WHERE job_id = ? AND consumer = ?').get(jobId, consumer) as
       { seq: number } | undefined;
-    const from = cursor?.seq ?? 0;
-    const rows = this.q('SELECT seq, body FROM stream_chunks WHERE job_id = ? AND seq > ? ORDER BY seq').all(
+    const chunks: string[] = [];
+    let chars = 0;
+    let lastSeq = 0;
+    let more = false;
+    // Row by row, so a backlog far past the bound (hundreds of 1 MB chunks) is never read into memory at once.
+    const rows = this.q('SELECT seq, body FROM stream_chunks WHERE job_id = ? AND seq > ? ORDER BY seq').iterate(
       jobId,
-      from,
-    ) as Array<{
-      seq: number;
-      body: string;
-    }>;
-    if (rows.length > 0) {
+      cursor?.seq ?? 0,
+    ) as Iterable<{ seq: number; body: string }>;
+    for (const r of rows) {
+      if (chunks.length > 0 && chars + r.body.length > maxChars) {
+        more = true;
+        break;
+      }
+      chunks.push(r.body);
+      chars += r.body.length;
+      lastSeq = r.seq;
+    }
+    if (chunks.length > 0) {
       this.q(
         `INSERT INTO stream_cursors (job_id, consumer, seq) VALUES (?, ?, ?)
          ON CONFLICT (job_id, consumer) DO UPDATE SET seq = excluded.seq`,
-      ).run(jobId, consumer, rows[rows.length - 1]!.seq);
+      ).run(jobId, consumer, lastSeq);
     }
-    return { chunks: rows.map((r) => r.body) };
+    return { chunks, more };
   }
 
   private addStop(workerId: string, jobId: string, now: number): void {
