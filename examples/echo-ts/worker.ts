@@ -14,6 +14,7 @@ import type { HandlerContext, Job } from '../../src/sdk/worker/index.ts';
 interface EchoInput {
   stream?: number; // stream this many chunks instead of returning one result
   sleepMs?: number; // take this long (stops early when the job is cancelled)
+  holdMs?: number; // take this long, whatever happens (a handler that does not look at its cancellation)
   fail?: string; // throw an Error with this message
   progress?: boolean; // report progress twice (before sleepMs)
   crash?: number; // exit the process mid-job with this code
@@ -42,6 +43,7 @@ async function handler(job: Job<EchoInput>, ctx: HandlerContext) {
     await ctx.progressUpdate('almost');
   }
   if (input.sleepMs !== undefined) await sleep(input.sleepMs, undefined, { signal: ctx.signal });
+  if (input.holdMs !== undefined) await sleep(input.holdMs);
   if (input.fail !== undefined) throw new Error(String(input.fail));
   if (input.refresh) return { echo: input, refresh_worker: true };
   return { echo: input };

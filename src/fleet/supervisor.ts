@@ -77,6 +77,8 @@ export class Supervisor {
   private readonly historyVersion = new Map<string, number>();
   private readonly statuses = new Map<string, FleetStatus>();
   private readonly dirty = new Set<string>();
+  /** Stops begun by a pass and not over yet (stopSoon); shutdown waits for them. */
+  private readonly pendingStops = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private immediate = false;
@@ -131,6 +133,8 @@ export class Supervisor {
       [...this.managed.values()].map((m) => this.stopWorker(m, 'server shutting down')),
     );
     await this.d.executor.stopAll({ graceMs: this.o.graceMs });
+    // Stops begun by passes before this one (their bookkeeping: jobs handed back, usage closed).
+    await Promise.allSettled([...this.pendingStops]);
     for (const r of stops) if (r.status === 'rejected') this.onError(r.reason);
   }
 
@@ -195,8 +199,10 @@ export class Supervisor {
     const endpoint = await this.d.store.getEndpoint(null, endpointId);
     const mine = [...this.managed.values()].filter((m) => m.endpointId === endpointId && !m.stopping);
     if (!endpoint) {
-      await Promise.all(mine.map((m) => this.stopWorker(m, 'endpoint deleted')));
-      // After the stops: a stopped worker's last lines are in by then, and nobody can ask for them any more.
+      for (const m of mine) this.stopSoon(m, 'endpoint deleted');
+      // Once the last stop is over (each ends with another pass): a stopped worker's last lines are in by then, and
+      // nobody can ask for them any more.
+      if ([...this.managed.values()].some((m) => m.endpointId === endpointId)) return;
       this.d.logs.drop(endpointId);
       this.statuses.delete(endpointId);
       this.history.delete(endpointId);
@@ -222,14 +228,20 @@ export class Supervisor {
       await this.observe(m, record, running, now);
       if (m.stopping) continue;
       if (record?.retired && running === 0) {
-        await this.stopWorker(m, record.reason ?? 'retired');
+        this.stopSoon(m, record.reason ?? 'retired');
+        continue;
+      }
+      if (m.readyAt !== null && record?.state === 'unhealthy' && record.reason === 'lease-expired') {
+        // Alive as a process but silent past its lease (hung, stopped, deadlocked): the sweeper gave its jobs back,
+        // and it would hold its slot (and GPU) for good. Stopped, so that a replacement can start.
+        this.stopSoon(m, 'lease-expired: the worker stopped renewing its lease');
         continue;
       }
       if (m.standby) {
         // A standby is kept only while it could serve the endpoint as it is now; otherwise nothing would ever stop
         // it (it is not among the workers the autoscaler sees).
         const unwanted = m.version !== endpoint.version ? 'outdated-version' : standbyUnwanted(endpoint);
-        if (unwanted) await this.stopWorker(m, unwanted);
+        if (unwanted) this.stopSoon(m, unwanted);
         continue;
       }
       views.push({
@@ -272,7 +284,7 @@ export class Supervisor {
         !mine.some((x) => x.standby && x.version === endpoint.version) &&
         m.version === endpoint.version;
       if (keepAsStandby) await this.toStandby(m);
-      else await this.stopWorker(m, s.reason);
+      else this.stopSoon(m, s.reason);
     }
 
     const wanted = Math.max(0, decision.desired - views.length);
@@ -285,6 +297,10 @@ export class Supervisor {
         toStart--;
       }
     }
+    // Workers still stopping hold their process (and GPU) until they are gone: workersMax counts them.
+    let alive = 0;
+    for (const m of this.managed.values()) if (m.endpointId === endpointId && !m.standby) alive++;
+    toStart = Math.min(toStart, Math.max(0, endpoint.workersMax - alive));
     const backoff = decideBackoff(this.historyOf(endpointId), now);
     let throttled = Math.max(0, wanted - decision.start);
     let startError: string | null = null;
@@ -334,7 +350,7 @@ export class Supervisor {
         `worker ${m.id} did not become ready within ${Math.round(this.o.initTimeoutMs / 1000)} s`,
         now,
       );
-      await this.stopWorker(m, 'initialization timeout');
+      this.stopSoon(m, 'initialization timeout');
       return;
     }
     if (running > 0) {
@@ -470,6 +486,21 @@ export class Supervisor {
     await this.d.store.touchWorker(m.id, now, { state: 'unhealthy', reason, retired: true });
     this.d.gateway.announce(await this.d.store.releaseWorkerJobs(m.id, now, this.o.maxAttempts, reason));
     this.poke(m.endpointId);
+  }
+
+  /**
+   * Stop a worker without holding up the pass: a stop may wait out the shutdown grace (a job finishing, a process
+   * that ignores SIGTERM), and every other endpoint's scaling would wait with it. The worker counts as stopping at
+   * once; when it is gone, its endpoint gets another pass (a replacement, the logs of a deleted endpoint).
+   */
+  private stopSoon(m: Managed, reason: string): void {
+    const stop = this.stopWorker(m, reason)
+      .catch((error: unknown) => this.onError(error))
+      .finally(() => {
+        this.pendingStops.delete(stop);
+        this.poke(m.endpointId);
+      });
+    this.pendingStops.add(stop);
   }
 
   private async stopWorker(m: Managed, reason: string): Promise<void> {

@@ -1,0 +1,78 @@
+// Workers that stop answering, and stops that take their time, under the real supervisor: a worker process that
+// hangs after it became ready (here SIGSTOP) is stopped once its lease is gone and replaced, so its endpoint does not
+// stay stuck behind it; and a worker taking its grace to stop holds up no other endpoint's scaling.
+
+import { afterEach, beforeEach, expect, it } from 'vitest';
+
+import { closeFleet, isAlive, startFleet, waitUntil, type Fleet } from '../helpers/fleet.ts';
+
+let t: Fleet;
+
+beforeEach(async () => {
+  // The hung worker ignores SIGTERM (stopped): its stop ends with SIGKILL after this grace.
+  t = await startFleet({ shutdownGraceMs: 8000 });
+});
+afterEach(async () => {
+  await closeFleet(t);
+});
+
+it('a worker that hangs after it became ready is stopped when its lease runs out, and replaced', async () => {
+  const ep = await t.endpoint({ workersMax: 1, idleTimeout: 30 });
+  const id = await t.run(ep, { sleepMs: 60_000 });
+  await waitUntil(
+    async () => (await t.status(ep, id)).status === 'IN_PROGRESS',
+    20_000,
+    () => 'the job to start',
+  );
+  const [hung] = t.pids();
+  expect(hung).toBeDefined();
+  const hungWorkerId = (await t.status(ep, id)).workerId as string;
+  process.kill(hung!, 'SIGSTOP');
+  try {
+    // Lease (3 s) → the job goes back to the queue; the supervisor stops the silent process (SIGKILL after the 8 s
+    // grace) and starts another, which runs the job again.
+    await waitUntil(
+      () => Promise.resolve(!isAlive(hung!)),
+      25_000,
+      () => `hung worker ${hung} still alive`,
+    );
+    await waitUntil(
+      async () => {
+        const s = await t.status(ep, id);
+        return s.status === 'IN_PROGRESS' && s.workerId !== hungWorkerId;
+      },
+      25_000,
+      () => 'the job to run on a replacement worker',
+    );
+    expect((await t.status(ep, id)).retries).toBe(1);
+    expect(t.pids()).not.toContain(hung);
+    expect(await t.api('POST', `/v2/${ep}/cancel/${id}`)).toMatchObject({ status: 200 });
+  } finally {
+    if (isAlive(hung!)) process.kill(hung!, 'SIGKILL');
+  }
+}, 90_000);
+
+it("a worker finishing its job within its stop's grace holds up no other endpoint's scale from zero", async () => {
+  const busy = await t.endpoint({ workersMax: 1, idleTimeout: 30 });
+  const cold = await t.endpoint({ workersMax: 1, idleTimeout: 30 });
+  // The job runs 7 s whatever happens: the stop waits for it (the grace is 8 s).
+  const id = await t.run(busy, { holdMs: 7000 });
+  await waitUntil(
+    async () => (await t.status(busy, id)).status === 'IN_PROGRESS',
+    20_000,
+    () => 'the job to start',
+  );
+  // Deleting the endpoint stops its worker (SIGTERM: the SDK finishes the running job first).
+  expect((await t.api('DELETE', `/v1/endpoints/${busy}`)).status).toBe(204);
+  const started = Date.now();
+  const res = await t.api('POST', `/v2/${cold}/runsync`, { input: { hello: 1 } });
+  const took = Date.now() - started;
+  expect(res.json.status).toBe('COMPLETED');
+  // A cold start takes well under a second here; waiting for the other stop would take most of the 7 s job.
+  expect(took).toBeLessThan(4000);
+  await waitUntil(
+    () => Promise.resolve(t.pids().length === 1),
+    15_000,
+    () => 'the deleted endpoint worker to go',
+  );
+}, 90_000);
