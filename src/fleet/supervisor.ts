@@ -62,6 +62,8 @@ interface Managed {
 }
 
 const DEAD_RECORD_KEEP_MS = 30_000;
+/** The stop reason of a server shutdown: the server's doing, so the jobs it interrupts keep their attempts. */
+const SHUTTING_DOWN = 'server shutting down';
 
 /**
  * Starts and stops workers so that each endpoint has what the autoscaler decides: scale from zero on demand,
@@ -105,7 +107,8 @@ export class Supervisor {
     for (const w of await this.d.store.listWorkers()) {
       if (!w.managed) continue;
       this.d.gateway.announce(
-        await this.d.store.releaseWorkerJobs(w.id, this.d.clock.now(), this.o.maxAttempts, 'server restarted'),
+        // Not the job's fault, nor the worker's: a crash loop of the server must not use up the jobs' attempts.
+        await this.d.store.releaseWorkerJobs(w.id, this.d.clock.now(), null, 'server restarted'),
       );
       await this.d.store.recordUsageEnd(w.id, w.lastSeenAt); // billing: a previous run's worker ended unseen
       await this.d.store.deleteWorker(w.id);
@@ -130,7 +133,7 @@ export class Supervisor {
     await this.running;
     // Every process is stopped even when the store cannot record it (a leader that lost its database).
     const stops = await Promise.allSettled(
-      [...this.managed.values()].map((m) => this.stopWorker(m, 'server shutting down')),
+      [...this.managed.values()].map((m) => this.stopWorker(m, SHUTTING_DOWN)),
     );
     await this.d.executor.stopAll({ graceMs: this.o.graceMs });
     // Stops begun by passes before this one (their bookkeeping: jobs handed back, usage closed).
@@ -517,7 +520,8 @@ export class Supervisor {
         await this.d.store.releaseWorkerJobs(
           m.id,
           this.d.clock.now(),
-          this.o.maxAttempts,
+          // A job that outlived the grace of a server shutdown (a deploy) is not charged an attempt for it.
+          reason === SHUTTING_DOWN ? null : this.o.maxAttempts,
           `worker stopped (${reason})`,
         ),
       );

@@ -194,12 +194,14 @@ export interface JobStore {
   workerJobIds(workerId: string): Promise<string[]>;
   /**
    * Put the worker's running jobs back into the queue (attempt fenced out, retries + 1), or FAILED after
-   * `maxAttempts`. `onlyJobIds` restricts it to those jobs (a ping showed they were lost); omitted = all.
+   * `maxAttempts`. `maxAttempts: null`: the server's own doing (its restart or shutdown stopped the worker), so the
+   * hand-out is not counted (attempt - 1) and the job never fails for it. `onlyJobIds` restricts it to those jobs
+   * (a ping showed they were lost); omitted = all.
    */
   releaseWorkerJobs(
     workerId: string,
     now: number,
-    maxAttempts: number,
+    maxAttempts: number | null,
     reason: string,
     onlyJobIds?: string[],
   ): Promise<LeaseSweep>;

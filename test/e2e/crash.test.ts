@@ -23,7 +23,7 @@ interface ServerProc {
   url: string;
 }
 
-async function serve(port: number, dataDir: string): Promise<ServerProc> {
+async function serve(port: number, dataDir: string, executor = 'none', extra: string[] = []): Promise<ServerProc> {
   const proc = spawnProc(
     [
       'src/cli/main.ts',
@@ -35,7 +35,7 @@ async function serve(port: number, dataDir: string): Promise<ServerProc> {
       '--data-dir',
       dataDir,
       '--executor',
-      'none',
+      executor,
       '--take-wait-ms',
       '1000',
       '--stop-wait-ms',
@@ -48,6 +48,7 @@ async function serve(port: number, dataDir: string): Promise<ServerProc> {
       '100',
       '--log-level',
       'warn',
+      ...extra,
     ],
     { PATH: process.env.PATH, WHARF_ADMIN_KEY: ADMIN_KEY },
   );
@@ -242,4 +243,49 @@ describe('kill -9 of the server', () => {
     for (const id of acceptedBeforeKill) expect(taken.get(id), id).toBe(1);
     expect(w.alive()).toBe(true);
   });
+});
+
+describe('kill -9 of the server with workers it started', () => {
+  it('a crash loop of the server uses up no attempt of the jobs its workers were running', async () => {
+    const port = await freePort();
+    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-crash-fleet-'));
+    dirs.push(dataDir);
+    // Two hand-outs allowed: before the fix, the second restart failed the job ("worker … was lost (server
+    // restarted) on attempt 2 of 2") though no worker ever failed it.
+    const flags = ['--max-attempts', '2', '--scale-interval-ms', '100', '--worker-ping-interval-ms', '1000'];
+    let s = await serve(port, dataDir, 'process', flags);
+    const tpl = await api(s, 'POST', '/v1/templates', {
+      name: 'crash-fleet',
+      imageName: 'file://./examples/echo-ts',
+      dockerStartCmd: ['node', 'worker.ts'],
+    });
+    const ep = (
+      await api(s, 'POST', '/v1/endpoints', {
+        name: 'crash-fleet',
+        templateId: tpl.json.id,
+        computeType: 'CPU',
+        workersMax: 1,
+        idleTimeout: 60,
+      })
+    ).json.id as string;
+    const id = (await api(s, 'POST', `/v2/${ep}/run`, { input: { sleepMs: 120_000 } })).json.id as string;
+    const running = async (): Promise<boolean> =>
+      (await api(s, 'GET', `/v2/${ep}/status/${id}`)).json?.status === 'IN_PROGRESS';
+    try {
+      for (let restart = 1; restart <= 3; restart++) {
+        await waitUntil(running, 30_000, `the job running before restart ${restart}`);
+        await s.proc.kill('SIGKILL');
+        // The restarted server stops the previous run's worker (an orphan) and hands its job back to the queue.
+        s = await serve(port, dataDir, 'process', flags);
+      }
+      await waitUntil(running, 30_000, 'the job running after the last restart');
+      const status = (await api(s, 'GET', `/v2/${ep}/status/${id}`)).json;
+      expect(status).toMatchObject({ status: 'IN_PROGRESS', retries: 3 });
+      expect((await api(s, 'POST', `/v2/${ep}/cancel/${id}`)).json.status).toBe('CANCELLED');
+    } finally {
+      // SIGTERM: the server stops the worker it started (a SIGKILL would leave it behind).
+      await s.proc.kill('SIGTERM');
+      await waitUntil(() => !s.proc.alive(), 30_000, 'the server to stop');
+    }
+  }, 180_000);
 });

@@ -418,6 +418,23 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(JSON.parse(failed?.errorJson ?? '""')).toContain('w2');
       });
 
+      it("a release that is the server's own doing uses up no attempt and never fails the job", async () => {
+        const j = await store.submitJob(newJob(ep));
+        for (let n = 0; n < 4; n++) {
+          const [taken] = await store.takeJobs(ep, `w${n}`, 1, T0 + 10 * n + 1);
+          expect(taken).toMatchObject({ id: j.id, attempt: 1 });
+          const sweep = await store.releaseWorkerJobs(`w${n}`, T0 + 10 * n + 2, null, 'server restarted');
+          expect(sweep.failed).toEqual([]);
+          expect(sweep.requeued).toEqual([expect.objectContaining({ id: j.id, attempt: 0, retries: n + 1 })]);
+        }
+        expect(await store.getJob(ep, j.id)).toMatchObject({ status: 'IN_QUEUE', attempt: 0, retries: 4 });
+        // A real loss still counts: with one hand-out allowed, the next lost worker fails it.
+        await store.takeJobs(ep, 'w9', 1, T0 + 100);
+        expect((await store.releaseWorkerJobs('w9', T0 + 101, 1, 'lease expired')).failed.map((x) => x.id)).toEqual([
+          j.id,
+        ]);
+      });
+
       it('releases only the named jobs of a worker', async () => {
         const a = await store.submitJob(newJob(ep, { createdAt: T0 }));
         const b = await store.submitJob(newJob(ep, { createdAt: T0 + 1 }));

@@ -31,7 +31,7 @@ async function release(
   c: Conn,
   workerId: string,
   now: number,
-  maxAttempts: number,
+  maxAttempts: number | null,
   reason: string,
   onlyJobIds?: string[],
 ): Promise<LeaseSweep> {
@@ -43,7 +43,7 @@ async function release(
   for (const r of rows.rows) {
     if (onlyJobIds && !onlyJobIds.includes(r.id)) continue;
     const job = toJob(r);
-    if (job.attempt >= maxAttempts) {
+    if (maxAttempts !== null && job.attempt >= maxAttempts) {
       const errorJson = JSON.stringify(
         `worker ${workerId} was lost (${reason}) on attempt ${job.attempt} of ${maxAttempts}`,
       );
@@ -54,10 +54,11 @@ async function release(
       );
       sweep.failed.push({ ...job, status: 'FAILED', errorJson, completedAt: now, retries: job.retries + 1 });
     } else {
+      const attempt = maxAttempts === null ? Math.max(0, job.attempt - 1) : job.attempt;
       await c.query(
         `UPDATE jobs SET status = 'IN_QUEUE', queued_at = $1, started_at = NULL, deadline_at = NULL, worker_id = NULL,
-           output = NULL, retries = retries + 1 WHERE id = $2`,
-        [now, job.id],
+           output = NULL, retries = retries + 1, attempt = $3 WHERE id = $2`,
+        [now, job.id, attempt],
       );
       sweep.requeued.push({
         ...job,
@@ -66,6 +67,7 @@ async function release(
         startedAt: null,
         workerId: null,
         retries: job.retries + 1,
+        attempt,
       });
     }
   }

@@ -378,7 +378,7 @@ export class SqliteJobs {
    * the attempt fenced out (worker_id cleared, so the old holder's late posts are refused), or FAILS once it has been
    * handed out `maxAttempts` times, so a poison job cannot crash workers forever.
    */
-  release(workerId: string, now: number, maxAttempts: number, reason: string, onlyJobIds?: string[]): LeaseSweep {
+  release(workerId: string, now: number, maxAttempts: number | null, reason: string, onlyJobIds?: string[]): LeaseSweep {
     const rows = this.jobsQ(`SELECT ${JOB_COLUMNS} FROM jobs WHERE worker_id = ? AND status = 'IN_PROGRESS'`).all(
       workerId,
     ) as unknown as JobRow[];
@@ -386,7 +386,7 @@ export class SqliteJobs {
     for (const r of rows) {
       const job = toJob(r);
       if (onlyJobIds && !onlyJobIds.includes(job.id)) continue;
-      if (job.attempt >= maxAttempts) {
+      if (maxAttempts !== null && job.attempt >= maxAttempts) {
         const errorJson = JSON.stringify(
           `worker ${workerId} was lost (${reason}) on attempt ${job.attempt} of ${maxAttempts}`,
         );
@@ -396,10 +396,11 @@ export class SqliteJobs {
         ).run(errorJson, now, resultsExpireAt(job, now), job.id);
         sweep.failed.push({ ...job, status: 'FAILED', errorJson, completedAt: now, retries: job.retries + 1 });
       } else {
+        const attempt = maxAttempts === null ? Math.max(0, job.attempt - 1) : job.attempt;
         this.q(
           `UPDATE jobs SET status = 'IN_QUEUE', queued_at = ?, started_at = NULL, deadline_at = NULL, worker_id = NULL,
-             output = NULL, retries = retries + 1 WHERE id = ?`,
-        ).run(now, job.id);
+             output = NULL, retries = retries + 1, attempt = ? WHERE id = ?`,
+        ).run(now, attempt, job.id);
         // Chunks of the lost attempt would interleave with the next attempt's: drop them.
         this.clearStream(job.id);
         sweep.requeued.push({
@@ -409,6 +410,7 @@ export class SqliteJobs {
           startedAt: null,
           workerId: null,
           retries: job.retries + 1,
+          attempt,
         });
       }
     }
