@@ -132,9 +132,7 @@ export class Supervisor {
     if (this.timer) clearTimeout(this.timer);
     await this.running;
     // Every process is stopped even when the store cannot record it (a leader that lost its database).
-    const stops = await Promise.allSettled(
-      [...this.managed.values()].map((m) => this.stopWorker(m, SHUTTING_DOWN)),
-    );
+    const stops = await Promise.allSettled([...this.managed.values()].map((m) => this.stopWorker(m, SHUTTING_DOWN)));
     await this.d.executor.stopAll({ graceMs: this.o.graceMs });
     // Stops begun by passes before this one (their bookkeeping: jobs handed back, usage closed).
     await Promise.allSettled([...this.pendingStops]);

@@ -224,13 +224,7 @@ class SqliteStore implements Store {
   async workerJobIds(workerId: string) {
     return this.jobs.workerJobIds(workerId);
   }
-  releaseWorkerJobs(
-    workerId: string,
-    now: number,
-    maxAttempts: number | null,
-    reason: string,
-    onlyJobIds?: string[],
-  ) {
+  releaseWorkerJobs(workerId: string, now: number, maxAttempts: number | null, reason: string, onlyJobIds?: string[]) {
     return this.write(() => {
       const sweep = this.jobs.release(workerId, now, maxAttempts, reason, onlyJobIds);
       this.hooks.enqueueAll(sweep.failed);

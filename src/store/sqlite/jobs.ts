@@ -378,7 +378,13 @@ export class SqliteJobs {
    * the attempt fenced out (worker_id cleared, so the old holder's late posts are refused), or FAILS once it has been
    * handed out `maxAttempts` times, so a poison job cannot crash workers forever.
    */
-  release(workerId: string, now: number, maxAttempts: number | null, reason: string, onlyJobIds?: string[]): LeaseSweep {
+  release(
+    workerId: string,
+    now: number,
+    maxAttempts: number | null,
+    reason: string,
+    onlyJobIds?: string[],
+  ): LeaseSweep {
     const rows = this.jobsQ(`SELECT ${JOB_COLUMNS} FROM jobs WHERE worker_id = ? AND status = 'IN_PROGRESS'`).all(
       workerId,
     ) as unknown as JobRow[];
