@@ -109,7 +109,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // Executor warnings (a limit the host cannot enforce) go to the server's log once it exists.
   let executorWarning = (message: string): void => void process.stderr.write(`${message}\n`);
   const executor = await createExecutor(config, dataDir, store, (message) => executorWarning(message));
-  const resources = new Resources(store, (image) => executor?.validateImage(image) ?? null);
+  const resources = new Resources(store, (image, owner) => executor?.validateImage(image, owner) ?? null);
   const volumes = new Volumes(store, join(dataDir, 'volumes'), clock);
   const registryAuths = new RegistryAuths(store, new SecretBox(loadSecretKey(config.secretKey, dataDir)));
   const billing = new Billing(store, loadPrices(config.prices), clock);
@@ -323,6 +323,7 @@ async function createExecutor(
       return new ProcessExecutor({
         stateDir: join(dataDir, 'workers'),
         compileCacheDir: join(dataDir, 'node-compile-cache'),
+        owners: config.processExecutorUsers,
       });
     case 'docker': {
       const { DockerExecutor } = await import('../fleet/executors/docker.ts');

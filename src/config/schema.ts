@@ -214,6 +214,15 @@ export const SETTINGS = [
     doc: 'How workers are started: local processes, Docker containers, Kubernetes pods, or none (external workers).',
   },
   {
+    key: 'processExecutorUsers',
+    flag: '--process-executor-users',
+    env: 'WHARF_PROCESS_EXECUTOR_USERS',
+    kind: 'enum',
+    default: 'admins',
+    values: ['admins', 'all'],
+    doc: 'Whose endpoints the process executor runs. Its workers run as the server’s OS user and can read its data directory (keys, database): admin users only, or every user (one trusted team).',
+  },
+  {
     key: 'dockerSocket',
     flag: '--docker-socket',
     env: 'WHARF_DOCKER_SOCKET',

@@ -16,7 +16,8 @@ import { WharfError } from '../errors/index.ts';
 import type { Store } from '../store/index.ts';
 
 /** Checks that a template's image can be run by the configured executor: null = fine, else the reason. */
-export type ImageValidator = (imageName: string) => string | null;
+/** null when the endpoint owner's workers can run the image here, else what to do instead (Executor.validateImage). */
+export type ImageValidator = (imageName: string, owner: { isAdmin: boolean }) => string | null;
 
 export type EndpointChange = { kind: 'created' | 'updated' | 'deleted'; endpoint: Endpoint };
 
@@ -44,8 +45,9 @@ export class Resources {
     }
   }
 
-  private checkImage(imageName: string): void {
-    const problem = this.validateImage(imageName);
+  private async checkImage(userId: string, imageName: string): Promise<void> {
+    const owner = await this.store.getUser(userId);
+    const problem = this.validateImage(imageName, { isAdmin: owner?.isAdmin ?? false });
     if (problem)
       throw new WharfError(
         'IMAGE_NOT_SUPPORTED',
@@ -92,7 +94,7 @@ export class Resources {
       throw new WharfError('NAME_TAKEN', { resource: 'template', name: after.name });
     }
     const users = await this.store.endpointsUsingTemplate(userId, id);
-    if (after.imageName !== before.imageName && users.length > 0) this.checkImage(after.imageName);
+    if (after.imageName !== before.imageName && users.length > 0) await this.checkImage(userId, after.imageName);
     await this.store.updateTemplate(after);
     // Workers run the template: a change rolls every endpoint that uses it.
     if (JSON.stringify(before) !== JSON.stringify(after)) {
@@ -122,7 +124,7 @@ export class Resources {
 
   async createEndpoint(userId: string, input: EndpointInput, opts: { id?: string } = {}): Promise<Endpoint> {
     const template = await this.templateFor(userId, input.templateId);
-    this.checkImage(template.imageName);
+    await this.checkImage(userId, template.imageName);
     const e: Endpoint = {
       ...ENDPOINT_DEFAULTS,
       dataCenterIds: [...ENDPOINT_DEFAULTS.dataCenterIds],
@@ -169,7 +171,7 @@ export class Resources {
     normalise(after);
     if (after.templateId !== before.templateId) {
       const template = await this.templateFor(userId, after.templateId);
-      this.checkImage(template.imageName);
+      await this.checkImage(userId, template.imageName);
     }
     checkRules(after);
     if (patch.networkVolumeId !== undefined || patch.networkVolumeIds !== undefined) {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 
 import { afterEach, beforeEach, expect, it } from 'vitest';
 
-import { closeFleet, sleep, startFleet, waitUntil, type Fleet } from '../helpers/fleet.ts';
+import { closeFleet, ECHO_TEMPLATE, sleep, startFleet, waitUntil, type Fleet } from '../helpers/fleet.ts';
 import { createEndpoint } from '../helpers/server.ts';
 
 let t: Fleet;
@@ -139,4 +139,31 @@ it('refuses an endpoint whose template image is not file://… with the process 
   expect([patchEp.status, patchEp.json.code]).toEqual([400, 'IMAGE_NOT_SUPPORTED']);
   const id = await t.run(ep, { still: 'works' });
   expect((await t.waitJob(ep, id)).status).toBe('COMPLETED');
+});
+
+it("runs only admin users' endpoints by default: another user's workers would run as the server's OS user", async () => {
+  const carol = await t.server.accounts.createUser(`carol-${Date.now()}`);
+  const { key } = await t.server.accounts.createKey(carol.id, 'carol', 'all');
+  const asCarol = (method: string, path: string, body?: unknown) => t.api(method, path, body, { key });
+  const tpl = await asCarol('POST', '/v1/templates', { name: 'mine', ...ECHO_TEMPLATE });
+  expect(tpl.status).toBe(200);
+  const res = await asCarol('POST', '/v1/endpoints', { name: 'x', templateId: tpl.json.id, computeType: 'CPU' });
+  expect([res.status, res.json.code]).toEqual([400, 'IMAGE_NOT_SUPPORTED']);
+  expect(res.json.message).toContain('WHARF_PROCESS_EXECUTOR_USERS=all');
+
+  // Trusted with processExecutorUsers "all": the same endpoint runs.
+  const trusting = await startFleet({ processExecutorUsers: 'all' });
+  try {
+    const dave = await trusting.server.accounts.createUser('dave');
+    const daveKey = (await trusting.server.accounts.createKey(dave.id, 'dave', 'all')).key;
+    const ep = await createEndpoint(
+      { api: (m: string, p: string, b?: unknown) => trusting.api(m, p, b, { key: daveKey }) },
+      { computeType: 'CPU', workersMax: 1, idleTimeout: 1 },
+      ECHO_TEMPLATE,
+    );
+    const run = await trusting.api('POST', `/v2/${ep}/runsync`, { input: { dave: true } }, { key: daveKey });
+    expect(run.json).toMatchObject({ status: 'COMPLETED', output: { echo: { dave: true } } });
+  } finally {
+    await closeFleet(trusting);
+  }
 });

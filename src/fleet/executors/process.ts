@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
-import type { Executor, ExecutorHooks, RunningWorker, WorkerSpec } from './types.ts';
+import type { Executor, ExecutorHooks, RunningWorker, WorkerSpec, ImageOwner } from './types.ts';
 
 /** Longest log line passed on; the rest of the line is dropped so one runaway print cannot flood the log store. */
 export const MAX_LOG_LINE = 16 * 1024;
@@ -42,6 +42,12 @@ export interface ProcessExecutorOptions {
    * `NODE_DISABLE_COMPILE_CACHE=1`). Default: none.
    */
   compileCacheDir?: string;
+  /**
+   * Whose endpoints may run: a worker process runs as the server's own OS user, able to read its data directory
+   * (the secret key, the database) and anything else that user can, so by default only admins' endpoints. `all`
+   * trusts every user of the server (a single team). Default here: `all` (the server passes its configuration).
+   */
+  owners?: 'admins' | 'all';
 }
 
 /** The directory of a `file://<dir>` image name, resolved against the server's working directory; else null. */
@@ -70,6 +76,7 @@ export class ProcessExecutor implements Executor {
   private readonly baseEnv: Record<string, string>;
   private readonly orphanGraceMs: number;
   private readonly compileCacheDir: string | undefined;
+  private readonly owners: 'admins' | 'all';
   private readonly running = new Map<string, Tracked>();
   private closing = false;
 
@@ -85,9 +92,17 @@ export class ProcessExecutor implements Executor {
     };
     this.orphanGraceMs = opts.orphanGraceMs ?? 5_000;
     this.compileCacheDir = opts.compileCacheDir;
+    this.owners = opts.owners ?? 'all';
   }
 
-  validateImage(imageName: string): string | null {
+  validateImage(imageName: string, owner?: ImageOwner): string | null {
+    if (owner && !owner.isAdmin && this.owners === 'admins') {
+      return (
+        'the process executor runs workers as the server’s own OS user, with access to its data directory, so it ' +
+        'runs admin users’ endpoints only; an administrator may trust every user with WHARF_PROCESS_EXECUTOR_USERS=all, ' +
+        'or run the docker executor'
+      );
+    }
     if (fileImageDir(imageName) !== null) return null;
     return (
       `the process executor runs imageName file://<dir>; got '${imageName}'` +

@@ -52,10 +52,18 @@ export interface RunningWorker {
   stop(opts: { graceMs: number; keep?: boolean }): Promise<void>;
 }
 
+/** Who an endpoint belongs to, as far as running its image is concerned. */
+export interface ImageOwner {
+  isAdmin: boolean;
+}
+
 export interface Executor {
   readonly kind: string;
-  /** null when this executor can run the image, else a message that says what to do instead. */
-  validateImage(imageName: string): string | null;
+  /**
+   * null when this executor can run the image for an endpoint of `owner`, else a message that says what to do
+   * instead. Without an owner, only whether the image is of a kind this executor runs.
+   */
+  validateImage(imageName: string, owner?: ImageOwner): string | null;
   /** Resolves once the worker was launched; rejects (never throws asynchronously later) when it could not be. */
   start(spec: WorkerSpec, hooks: ExecutorHooks): Promise<RunningWorker>;
   /** Remove workers left behind by a previous supervisor that died without stopping them; returns how many. */
