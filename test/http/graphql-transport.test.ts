@@ -43,6 +43,13 @@ describe('keys and scopes', () => {
     requestError(await request(`${t.url}/graphql?api_key=wharf_wrong`, 'POST', { query }), 401, 'UNAUTHORIZED');
     // The key is checked before the document: a bad key with a bad document is still 401.
     requestError(await post({ query: '{' }, { key: 'wharf_wrong' }), 401, 'UNAUTHORIZED');
+    // And before the body is parsed at all: unparsable JSON, or a body over the size limit, without a key is 401.
+    requestError(await post(undefined, { raw: '{"query": ', key: null }), 401, 'UNAUTHORIZED');
+    requestError(
+      await post({ query: `{ myself { id } } #${'x'.repeat(2_000_000)}` }, { key: null }),
+      401,
+      'UNAUTHORIZED',
+    );
   });
 
   it('a read key may query but not mutate; a restricted key is refused', async () => {

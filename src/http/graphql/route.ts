@@ -199,5 +199,10 @@ export function registerGraphqlRoutes(app: FastifyInstance, deps: AppDeps): void
     void send(reply, w.status, { errors: [{ message: w.message, extensions: { code: w.code, ...details } }] });
   };
 
-  app.route({ method: ['GET', 'POST'], url: '/graphql', handler, errorHandler });
+  // The key before the body, as on every /v1 and /v2 route (auth.ts keyFirst): a caller without a valid key gets 401
+  // whatever it sent, and cannot make the server parse a megabyte of JSON.
+  const keyFirst = async (request: FastifyRequest): Promise<void> => {
+    await authenticate(deps.accounts, request, true);
+  };
+  app.route({ method: ['GET', 'POST'], url: '/graphql', onRequest: keyFirst, handler, errorHandler });
 }
