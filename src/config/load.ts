@@ -114,6 +114,9 @@ function coerce(spec: SettingSpec, raw: unknown, origin: string, problems: strin
     }
     case 'string': {
       if (text === '') problems.push(`${origin}: must not be empty`);
+      else if (spec.min !== undefined && text.length < spec.min) {
+        problems.push(`${origin}: must be at least ${spec.min} characters long`);
+      }
       return text;
     }
     default: {

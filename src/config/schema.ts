@@ -10,6 +10,7 @@ export interface SettingSpec {
   env: string;
   kind: 'int' | 'string' | 'bool' | 'enum';
   default: number | string | boolean | null;
+  /** Bounds of an int; for a string, its least length. */
   min?: number;
   max?: number;
   values?: readonly string[];
@@ -69,7 +70,8 @@ export const SETTINGS = [
     env: 'WHARF_ADMIN_KEY',
     kind: 'string',
     default: null,
-    doc: 'Admin API key; generated on first start when unset.',
+    min: 20,
+    doc: 'Admin API key (at least 20 characters); generated on first start when unset. A new value revokes the key the previous value set.',
   },
   {
     key: 'publicUrl',

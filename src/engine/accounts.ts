@@ -35,6 +35,9 @@ const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64
  */
 const CACHE_MS = 5000;
 
+/** The name of the key WHARF_ADMIN_KEY sets: the one a new value of the variable revokes. */
+const ADMIN_ENV_KEY_NAME = 'admin (WHARF_ADMIN_KEY)';
+
 /** Users and API keys: bootstrap of the admin, issuing, resolving and revoking keys. */
 export class Accounts {
   private readonly store: Store;
@@ -67,7 +70,17 @@ export class Accounts {
     }
     if (adminKey) {
       const existing = await this.store.findApiKeyByHash(hashKey(adminKey));
-      if (!existing) await this.addKey(admin.id, adminKey, 'admin (WHARF_ADMIN_KEY)', 'all', []);
+      if (!existing) {
+        await this.addKey(admin.id, adminKey, ADMIN_ENV_KEY_NAME, 'all', []);
+        // A new WHARF_ADMIN_KEY replaces the one set before: rotating the variable must retire the old key.
+        const now = Date.now();
+        for (const k of await this.store.listApiKeys(admin.id)) {
+          if (k.name === ADMIN_ENV_KEY_NAME && k.revokedAt === null && k.hash !== hashKey(adminKey)) {
+            await this.store.revokeApiKey(admin.id, k.id, now);
+          }
+        }
+        this.invalidate();
+      }
       return { admin, generatedKey: null };
     }
     const keys = await this.store.listApiKeys(admin.id);

@@ -1,3 +1,7 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config/index.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEndpoint, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.ts';
 
@@ -166,6 +170,39 @@ describe('users (admin only)', () => {
       ['PATCH', `/v1/users/${u.id}`, { serverlessDiscount: null }],
     ] as const) {
       expectError(await t.api(m, p, body, { key: u.key }), 401, 'FORBIDDEN');
+    }
+  });
+});
+
+describe('WHARF_ADMIN_KEY', () => {
+  it('a new value replaces the one set before (the old key is revoked at the restart); a short one is refused', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-admin-key-'));
+    const oldKey = 'wharf_admin_before_rotation_0001';
+    const newKey = 'wharf_admin_after_rotation_00002';
+    try {
+      const first = await startTestServer({ dataDir, adminKey: oldKey });
+      const extra = await first.api('POST', '/v1/keys', { name: 'kept' }, { key: oldKey });
+      expect(extra.status).toBe(200);
+      await first.close();
+
+      const second = await startTestServer({ dataDir, adminKey: newKey });
+      try {
+        expect((await second.api('GET', '/v1/keys', undefined, { key: oldKey })).status).toBe(401);
+        const keys = await second.api('GET', '/v1/keys', undefined, { key: newKey });
+        expect(keys.status).toBe(200);
+        // Only the variable's own key is replaced: keys made with it stay.
+        expect((await second.api('GET', '/v1/endpoints', undefined, { key: extra.json.key })).status).toBe(200);
+        const byName = (name: string) => keys.json.filter((k: { name: string }) => k.name === name);
+        expect(byName('admin (WHARF_ADMIN_KEY)').map((k: { revokedAt: unknown }) => k.revokedAt !== null)).toEqual([
+          true,
+          false,
+        ]);
+      } finally {
+        await second.close();
+      }
+      expect(() => loadConfig({ argv: [], env: { WHARF_ADMIN_KEY: 'short-key' } })).toThrow(/at least 20 characters/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
