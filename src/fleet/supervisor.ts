@@ -305,11 +305,17 @@ export class Supervisor {
     const backoff = decideBackoff(this.historyOf(endpointId), now);
     let throttled = Math.max(0, wanted - decision.start);
     let startError: string | null = null;
-    if (toStart > 0 && backoff.allowed) {
-      for (let i = 0; i < toStart; i++) {
+    // After start failures, one probe at a time: a broken image then costs one process per backoff window, not
+    // workersMax of them, and the others start once a worker stays up.
+    const probing = backoff.consecutiveFailures > 0;
+    const probeInFlight = probing && views.some((v) => v.state === 'initializing');
+    if (toStart > 0 && backoff.allowed && !probeInFlight) {
+      const starts = probing ? 1 : toStart;
+      throttled += toStart - starts;
+      for (let i = 0; i < starts; i++) {
         const result = await this.startWorker(endpoint, request);
         if (result !== 'ok') {
-          throttled += toStart - i;
+          throttled += starts - i;
           startError = result;
           break;
         }

@@ -118,6 +118,33 @@ it('backs off a worker that exits at once, reports the crash loop with its error
   console.log(`crash loop: ${starts.size} starts in ${elapsed} ms; job done ${Date.now() - fixedAt} ms after the fix`);
 });
 
+it('after start failures, one worker at a time probes the image: not workersMax of them per backoff window', async () => {
+  const ep = await t.endpoint(
+    { workersMax: 3, idleTimeout: 1, scalerType: 'REQUEST_COUNT', scalerValue: 1 },
+    { dockerStartCmd: ['node', '-e', 'console.error("boom: broken image"); process.exit(1)'] },
+  );
+  for (let n = 0; n < 3; n++) await t.run(ep, { n });
+  const startsSoFar = async (): Promise<number> => {
+    const res = await t.api('GET', `/v1/endpoints/${ep}/logs?limit=5000`);
+    const lines = res.json.lines as Array<{ workerId: string; message: string }>;
+    return new Set(lines.filter((l) => l.message.includes('boom: broken image')).map((l) => l.workerId)).size;
+  };
+  // Nothing had failed yet: three at once. Three failures: the next start waits 4 s, and then one probe goes.
+  await waitUntil(
+    async () => (await startsSoFar()) >= 3,
+    15_000,
+    () => 'the first three starts',
+  );
+  await waitUntil(
+    async () => (await startsSoFar()) >= 4,
+    15_000,
+    () => 'the probe after the backoff',
+  );
+  // The probe failed too: 8 s until the next one. Before the fix, each window started three again.
+  await sleep(2000);
+  expect(await startsSoFar()).toBe(4);
+});
+
 it('refuses an endpoint whose template image is not file://… with the process executor', async () => {
   await expect(
     createEndpoint(t, { computeType: 'CPU', workersMax: 1 }, { imageName: 'runpod/worker:latest' }),
