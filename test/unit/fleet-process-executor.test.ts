@@ -51,6 +51,16 @@ const w = await ex.start({ workerId: 'orphan1', endpointId: 'ep1', imageName: 'f
   startCmd: ['tree.mjs'], env: {}, gpuIndices: ['0'] }, { onLog() {}, onExit() {} });
 console.log('worker ' + w.pid);
 setInterval(() => {}, 1000);`,
+  // Three workers that ignore SIGTERM, then killed with SIGKILL by the test.
+  'supervisor-many.mjs': `import { ProcessExecutor } from ${JSON.stringify(EXECUTOR_MODULE)};
+const [stateDir, dir] = process.argv.slice(2);
+const ex = new ProcessExecutor({ stateDir });
+for (const workerId of ['many1', 'many2', 'many3']) {
+  const w = await ex.start({ workerId, endpointId: 'ep1', imageName: 'file://' + dir, entrypoint: ['node'],
+    startCmd: ['stubborn.mjs'], env: {}, gpuIndices: [] }, { onLog() {}, onExit() {} });
+  console.log('worker ' + w.pid);
+}
+setInterval(() => {}, 1000);`,
 };
 
 let dir = '';
@@ -360,6 +370,30 @@ describe('ProcessExecutor', () => {
     await until(() => !alive(strangerPid));
     expect(['orphan1', 'stranger', 'gone', 'junk'].filter((id) => existsSync(join(stateDir, `${id}.pid`)))).toEqual([]);
     expect(await executor().cleanupOrphans()).toBe(0);
+  });
+
+  it('cleans up orphans together: each waits out its grace at the same time, not one after another', async () => {
+    const sup = spawn(process.execPath, [join(dir, 'supervisor-many.mjs'), stateDir, dir], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    pids.add(sup.pid ?? 0);
+    const workerPids: number[] = [];
+    await new Promise<void>((res, rej) => {
+      sup.stdout.setEncoding('utf8').on('data', (s: string) => {
+        for (const m of s.matchAll(/worker (\d+)/g)) workerPids.push(Number(m[1]));
+        if (workerPids.length === 3) res();
+      });
+      sup.once('exit', () => rej(new Error('supervisor exited early')));
+    });
+    for (const pid of workerPids) pids.add(pid);
+    const supExit = new Promise((r) => sup.once('exit', r));
+    sup.kill('SIGKILL');
+    await supExit;
+    const started = performance.now();
+    // Each ignores SIGTERM: 1 s of grace, then SIGKILL. One after another that is 3 s.
+    expect(await executor({ orphanGraceMs: 1000 }).cleanupOrphans()).toBe(3);
+    expect(performance.now() - started).toBeLessThan(2500);
+    expect(workerPids.filter(alive)).toEqual([]);
   });
 
   it('counts nothing when the state directory does not exist yet', async () => {

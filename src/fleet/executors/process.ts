@@ -208,17 +208,20 @@ export class ProcessExecutor implements Executor {
     } catch {
       return 0;
     }
-    let killed = 0;
-    for (const name of names) {
-      if (!name.endsWith('.pid')) continue;
-      const workerId = name.slice(0, -'.pid'.length);
-      if (this.running.has(workerId)) continue;
-      const file = join(this.stateDir, name);
-      const record = readPidRecord(file);
-      if (record !== null && record.workerId === workerId && (await this.killOrphan(record))) killed += 1;
-      rmSync(file, { force: true });
-    }
-    return killed;
+    // All at once: each may wait out its grace, and the supervisor starts nothing until every orphan is gone.
+    const results = await Promise.all(
+      names
+        .filter((name) => name.endsWith('.pid') && !this.running.has(name.slice(0, -'.pid'.length)))
+        .map(async (name) => {
+          const file = join(this.stateDir, name);
+          const record = readPidRecord(file);
+          const killed =
+            record !== null && record.workerId === name.slice(0, -'.pid'.length) && (await this.killOrphan(record));
+          rmSync(file, { force: true });
+          return killed;
+        }),
+    );
+    return results.filter(Boolean).length;
   }
 
   private workerEnv(spec: WorkerSpec): Record<string, string> {
