@@ -30,6 +30,11 @@ console.log(JSON.stringify({ dir: getCompileCacheDir() ?? null }));`,
   'self-kill.mjs': `process.kill(process.pid, 'SIGKILL');`,
   'graceful.mjs': `process.on('SIGTERM', () => { console.log('got SIGTERM'); process.exit(0); });
 console.log('ready'); setInterval(() => {}, 1000);`,
+  // Ignores SIGTERM without writing anything (a write to the pipe of a dead supervisor would end it).
+  // Marks itself ready once the handler is in place (a SIGTERM before that would end it).
+  'deaf.mjs': `import { writeFileSync } from 'node:fs';
+process.on('SIGTERM', () => {}); setInterval(() => {}, 1000);
+writeFileSync('ready-' + process.env.WHARF_WORKER_ID, '');`,
   'stubborn.mjs': `process.on('SIGTERM', () => console.log('ignoring SIGTERM'));
 console.log('ready'); setInterval(() => {}, 1000);`,
   // Starts a grandchild that ignores SIGTERM (it records its pid once the handler is in place), then exits at once
@@ -57,7 +62,7 @@ const [stateDir, dir] = process.argv.slice(2);
 const ex = new ProcessExecutor({ stateDir });
 for (const workerId of ['many1', 'many2', 'many3']) {
   const w = await ex.start({ workerId, endpointId: 'ep1', imageName: 'file://' + dir, entrypoint: ['node'],
-    startCmd: ['stubborn.mjs'], env: {}, gpuIndices: [] }, { onLog() {}, onExit() {} });
+    startCmd: ['deaf.mjs'], env: {}, gpuIndices: [] }, { onLog() {}, onExit() {} });
   console.log('worker ' + w.pid);
 }
 setInterval(() => {}, 1000);`,
@@ -386,6 +391,7 @@ describe('ProcessExecutor', () => {
       sup.once('exit', () => rej(new Error('supervisor exited early')));
     });
     for (const pid of workerPids) pids.add(pid);
+    await until(() => ['many1', 'many2', 'many3'].every((id) => existsSync(join(dir, `ready-${id}`))));
     const supExit = new Promise((r) => sup.once('exit', r));
     sup.kill('SIGKILL');
     await supExit;
