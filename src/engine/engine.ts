@@ -122,8 +122,10 @@ export class JobEngine {
   }
 
   resolvePolicy(endpointExecutionTimeoutMs: number, given: Submission['policy']): JobPolicy {
+    // An endpoint's 0 is "no per-request limit" (runpodctl's --execution-timeout 0): the longest a job may run,
+    // which its ttl (at most as long) bounds anyway.
     const fallbackTimeout = clamp(
-      endpointExecutionTimeoutMs > 0 ? endpointExecutionTimeoutMs : POLICY.executionTimeoutMs.default,
+      endpointExecutionTimeoutMs > 0 ? endpointExecutionTimeoutMs : POLICY.executionTimeoutMs.max,
       POLICY.executionTimeoutMs.min,
       POLICY.executionTimeoutMs.max,
     );

@@ -258,6 +258,22 @@ describe('executionTimeout', () => {
     await vi.waitFor(async () => expect((await status(ep, plain)).json.status).toBe('TIMED_OUT'), { timeout: 10_000 });
   });
 
+  it("an endpoint's executionTimeoutMs 0 is no per-request limit: the job runs until its ttl", async () => {
+    const ep = await createEndpoint(t, { executionTimeoutMs: 0 });
+    const w = newWorker(ep);
+    const id = await submit(ep);
+    await w.take();
+    // Past the 10 min default, and past an hour (the worker's lease here: it pings in between, as a live one does).
+    for (let hour = 0; hour < 3; hour++) {
+      clock.advance(3_000_000);
+      expect((await w.ping([id])).status).toBe(200);
+    }
+    await afterSweeps();
+    expect((await status(ep, id)).json.status).toBe('IN_PROGRESS');
+    expect((await w.done(id, { output: 'hours later' })).status).toBe(200);
+    expect((await status(ep, id)).json).toMatchObject({ status: 'COMPLETED', output: 'hours later' });
+  });
+
   it('a TIMED_OUT job can be retried; the new attempt gets a fresh timeout', async () => {
     const ep = await createEndpoint(t);
     const w = newWorker(ep);
