@@ -95,11 +95,11 @@ export interface Job {
 export function jobTimes(job: Job, now: number): { delayTime?: number; executionTime?: number } {
   if (job.startedAt === null) return {};
   const delayTime = Math.max(0, job.startedAt - job.queuedAt);
-  const end = job.completedAt ?? now;
+  // An attempt ends at its deadline at the latest, though the sweep may notice later (after a restart, say).
+  const end = Math.min(job.completedAt ?? now, job.startedAt + job.policy.executionTimeoutMs);
   return { delayTime, executionTime: Math.max(0, end - job.startedAt) };
 }
 
-/** When results of a finished job are deleted: never later than the job's ttl. */
 /**
  * A running job past its executionTimeout: timed out, even in the moment before the sweep marks it TIMED_OUT. Its
  * worker's posts are refused from then on (the deadline is the take's time plus the timeout, as `deadline_at`).
@@ -113,6 +113,7 @@ export function resultsExpired(job: Pick<Job, 'completedAt' | 'retentionMs' | 'e
   return job.completedAt !== null && resultsExpireAt(job, job.completedAt) <= now;
 }
 
+/** When results of a finished job are deleted: never later than the job's ttl. */
 export function resultsExpireAt(job: Pick<Job, 'retentionMs' | 'expiresAt'>, completedAt: number): number {
   return Math.min(completedAt + job.retentionMs, job.expiresAt);
 }

@@ -244,6 +244,16 @@ describe('executionTimeout', () => {
     expect(after.json.output).toBeUndefined();
   });
 
+  it('a timeout noticed late (the server was down) reports the attempt as ending at its deadline', async () => {
+    const ep = await createEndpoint(t);
+    const w = newWorker(ep);
+    const id = await submit(ep, { policy: { executionTimeout: 15_000 } });
+    await w.take();
+    clock.advance(600_000); // as if no sweep had run for ten minutes
+    await vi.waitFor(async () => expect((await status(ep, id)).json.status).toBe('TIMED_OUT'), { timeout: 10_000 });
+    expect((await status(ep, id)).json.executionTime).toBe(15_000);
+  });
+
   it("the policy overrides the endpoint's execution timeout for that job only", async () => {
     const ep = await createEndpoint(t, { executionTimeoutMs: 60_000 });
     const w = newWorker(ep);
