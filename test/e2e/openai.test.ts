@@ -157,6 +157,12 @@ describe('OpenAI-compatible routes with the official client', () => {
     await expect(nowhere.chat.completions.create({ model: 'm', messages })).rejects.toBeInstanceOf(
       OpenAI.NotFoundError,
     );
+    // A path Wharf does not serve: a 404 in OpenAI's error shape, which the client reads (its message included).
+    const unserved = await client.responses.create({ model: 'wharf-echo', input: 'hi' }).catch((e: unknown) => e);
+    expect(unserved).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((unserved as Error).message).toMatch(/No route POST .*\/openai\/v1\/responses/);
+    const raw = await fetch(`${t.url}/v2/${ep}/openai/v1/responses`, { method: 'POST' });
+    expect(raw.status).toBe(401); // the key first, as on every route
   });
 
   it('a client that hangs up mid-stream cancels the job, and the worker is free again', async () => {

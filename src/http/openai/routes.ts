@@ -203,6 +203,11 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
     { ...common, exposeHeadRoute: false, schema: { params: EndpointParams } },
     async (request, reply) => handle(request, reply, '/v1/models', {}, false),
   );
+  // Any other path under /openai/ (`/v1/responses`, a typo): 404 in the OpenAI error shape the clients parse, after
+  // the key check every /v2 route gets.
+  app.all<{ Params: EP }>('/v2/:endpointId/openai/*', { ...common, exposeHeadRoute: false }, async (request) => {
+    throw new WharfError('ROUTE_NOT_FOUND', { method: request.method, url: request.url.split('?')[0] });
+  });
 }
 
 /** The error for a job that ended without an answer, with the worker's error when it gave one. */
