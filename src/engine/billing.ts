@@ -57,6 +57,10 @@ export interface VolumeBillingRecord {
 const typeOf = (u: { gpuTypeId: string | null; gpuCount: number; cpuFlavorId: string | null }): string =>
   u.gpuTypeId && u.gpuCount > 0 ? u.gpuTypeId : (u.cpuFlavorId ?? 'cpu');
 
+/** The CPU flavor a worker without GPUs is billed as: its endpoint's first, else the smallest. */
+export const billedCpuFlavor = (w: Pick<WorkerRecord, 'gpuCount'>, e: Pick<Endpoint, 'cpuFlavorIds'>): string | null =>
+  w.gpuCount > 0 ? null : (e.cpuFlavorIds[0] ?? 'cpu3c');
+
 /** The usage record the supervisor opens when it starts a worker. */
 export function usageOf(e: Endpoint, t: Template, w: WorkerRecord, dataCenterId: string): UsageStart {
   return {
@@ -67,7 +71,7 @@ export function usageOf(e: Endpoint, t: Template, w: WorkerRecord, dataCenterId:
     imageName: t.imageName,
     gpuTypeId: w.gpuTypeId,
     gpuCount: w.gpuCount,
-    cpuFlavorId: w.gpuCount > 0 ? null : (e.cpuFlavorIds[0] ?? 'cpu3c'),
+    cpuFlavorId: billedCpuFlavor(w, e),
     dataCenterId,
     startedAt: w.createdAt,
   };
@@ -92,6 +96,15 @@ export class Billing {
   /** USD per hour of a worker (pod `costPerHr`). */
   costPerHr(w: { gpuTypeId: string | null; gpuCount: number; cpuFlavorId: string | null }): number {
     return hourlyPrice(this.prices, w);
+  }
+
+  /**
+   * USD per hour of one of an endpoint's workers, as its usage is billed (REST and GraphQL pods show this); workers
+   * that joined from elsewhere are not billed here.
+   */
+  workerCostPerHr(w: WorkerRecord, e: Endpoint): number {
+    if (!w.managed) return 0;
+    return this.costPerHr({ gpuTypeId: w.gpuTypeId, gpuCount: w.gpuCount, cpuFlavorId: billedCpuFlavor(w, e) });
   }
 
   private window(q: Window): { from: number; to: number; size: BucketSize } {

@@ -109,6 +109,24 @@ describe('listing and reading', () => {
     expect(res.json.workers[0].costPerHr).toBe(0.8);
   });
 
+  it('GraphQL shows the same price and GPU name as REST and billing, for GPU, CPU and outside workers', async () => {
+    const plainCpu = await createEndpoint(t, { name: 'plain-cpu', computeType: 'CPU' }); // no cpuFlavorIds: cpu3c
+    await t.server.store.upsertWorker(worker('cpuworker000002', plainCpu, { gpuTypeId: null, gpuCount: 0 }));
+    await t.server.store.upsertWorker(worker('outsideworker01', ep, { managed: false }));
+    const query = 'query P($id: String!) { pod(input: { podId: $id }) { costPerHr machine { gpuDisplayName } } }';
+    for (const id of ['gpuworker000001', 'cpuworker000001', 'cpuworker000002', 'outsideworker01']) {
+      const rest = (await t.api('GET', `/v1/pods/${id}`)).json;
+      const gql = await t.api('POST', '/graphql', { query, variables: { id } });
+      expect(gql.json.errors, id).toBeUndefined();
+      expect(gql.json.data.pod, id).toEqual({
+        costPerHr: rest.costPerHr,
+        machine: { gpuDisplayName: rest.machine.gpuDisplayName },
+      });
+    }
+    expect((await t.api('GET', '/v1/pods/cpuworker000002')).json.costPerHr).toBe(0.06);
+    expect((await t.api('GET', '/v1/pods/outsideworker01')).json.costPerHr).toBe(0);
+  });
+
   it('unknown or foreign pods are not found', async () => {
     expectError(await t.api('GET', '/v1/pods/nosuchpod00001'), 404, 'POD_NOT_FOUND');
     const user = await t.server.accounts.createUser('eve');

@@ -29,16 +29,6 @@ type ListQuery = Includes & {
 };
 type PodRequest = FastifyRequest<{ Params: { podId: string }; Querystring: Includes }>;
 
-/** USD per hour of a worker Wharf runs; workers that joined from elsewhere are not billed here. */
-export function podCost(deps: AppDeps, w: WorkerRecord, e: Endpoint): number {
-  if (!w.managed) return 0;
-  return deps.billing.costPerHr({
-    gpuTypeId: w.gpuTypeId,
-    gpuCount: w.gpuCount,
-    cpuFlavorId: w.gpuCount > 0 ? null : (e.cpuFlavorIds[0] ?? 'cpu3c'),
-  });
-}
-
 /**
  * `/v1/pods`: Wharf runs serverless workers only, and shows them as pods. As in the hosted API, worker pods are
  * listed only with `includeWorkers=true` (so a plain listing is empty); `GET /pods/{id}` finds a worker by id.
@@ -65,7 +55,7 @@ export function registerPodRoutes(app: FastifyInstance, deps: AppDeps): void {
     const networkVolume = q.includeNetworkVolume && volumeId ? await store.getNetworkVolume(userId, volumeId) : null;
     const running = (await store.runningByWorker(e.id))[w.id] ?? 0;
     return workerPodView(w, running, e, {
-      costPerHr: podCost(deps, w, e),
+      costPerHr: deps.billing.workerCostPerHr(w, e),
       dataCenterId: deps.dataCenterId,
       template: template ?? undefined,
       includeTemplate: q.includeTemplate,

@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { EndpointInput, TemplateInput } from '../../domain/index.ts';
 import { authenticate, requireUser, type Access } from '../plugins/auth.ts';
 import type { AppDeps } from '../context.ts';
-import { podCost } from './pods.ts';
 import {
   EndpointCreateInput,
   EndpointQuery,
@@ -35,7 +34,7 @@ export function registerRestRoutes(app: FastifyInstance, deps: AppDeps): void {
     if (q.includeWorkers) {
       const [list, load] = await Promise.all([store.listWorkers(e.id), store.runningByWorker(e.id)]);
       const extras = (w: (typeof list)[number]) => ({
-        costPerHr: podCost(deps, w, e),
+        costPerHr: deps.billing.workerCostPerHr(w, e),
         dataCenterId: deps.dataCenterId,
         template: tpl,
       });

@@ -6,11 +6,11 @@ import type { Endpoint, Template, WorkerRecord } from '../../../domain/index.ts'
 import { WharfError } from '../../../errors/index.ts';
 import { required, type GqlContext, type ResolverMap } from '../context.ts';
 import { commandToDockerArgs } from '../convert.ts';
+import { gpuDisplayName } from '../../rest/views.ts';
 
 function podView(ctx: GqlContext, w: WorkerRecord, e: Endpoint, t: Template | null) {
   const now = ctx.deps.engine.clock.now();
   const uptimeSeconds = w.retired ? 0 : Math.max(0, Math.floor((now - w.createdAt) / 1000));
-  const cpuFlavorId = e.computeType === 'CPU' ? (e.cpuFlavorIds[0] ?? null) : null;
   return {
     id: w.id,
     name: `${e.name || e.id}-worker-${w.id}`,
@@ -28,7 +28,8 @@ function podView(ctx: GqlContext, w: WorkerRecord, e: Endpoint, t: Template | nu
     containerDiskInGb: t?.containerDiskInGb ?? null,
     volumeInGb: t?.volumeInGb ?? 0,
     volumeMountPath: t?.volumeMountPath ?? null,
-    costPerHr: ctx.deps.billing.costPerHr({ gpuTypeId: w.gpuTypeId, gpuCount: w.gpuCount, cpuFlavorId }),
+    // As billed, and as REST shows it.
+    costPerHr: ctx.deps.billing.workerCostPerHr(w, e),
     lastStatusChange: new Date(w.lastSeenAt).toISOString(),
     lastStartedAt: new Date(w.createdAt).toISOString(),
     machineId: null,
@@ -40,7 +41,7 @@ function podView(ctx: GqlContext, w: WorkerRecord, e: Endpoint, t: Template | nu
     runtime: { uptimeInSeconds: uptimeSeconds, ports: [] },
     machine: {
       podHostId: w.id,
-      gpuDisplayName: w.gpuTypeId,
+      gpuDisplayName: w.gpuTypeId && w.gpuCount > 0 ? gpuDisplayName(w.gpuTypeId) : 'CPU',
       gpuAvailable: null,
       location: ctx.deps.dataCenterId ?? null,
       maintenanceStart: null,
