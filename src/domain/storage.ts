@@ -11,6 +11,12 @@ export interface NetworkVolume {
   createdAt: number;
 }
 
+/**
+ * The longest text each management field takes, on every surface (REST schemas, GraphQL, the engine): names as in
+ * the hosted API (191), data center ids, registry credentials.
+ */
+export const TEXT_MAX = { name: 191, dataCenterId: 64, registryUsername: 1024, registryPassword: 16_384 } as const;
+
 export const VOLUME_MAX_GB = 4000;
 
 /**

@@ -1,4 +1,4 @@
-import { newRegistryAuthId, REGISTRY_AUTH_ID_PATTERN, type RegistryAuthRecord } from '../domain/index.ts';
+import { newRegistryAuthId, REGISTRY_AUTH_ID_PATTERN, TEXT_MAX, type RegistryAuthRecord } from '../domain/index.ts';
 import { WharfError } from '../errors/index.ts';
 import type { Store } from '../store/index.ts';
 import type { SecretBox } from './secrets.ts';
@@ -18,6 +18,18 @@ const view = (r: RegistryAuthRecord): RegistryAuthView => ({ id: r.id, name: r.n
 
 function invalid(field: string, reason: string): WharfError {
   return new WharfError('VALIDATION_FAILED', { reason }, { details: [{ field, message: reason }] });
+}
+
+/** Both given, and no longer than the REST schema allows (TEXT_MAX): the same bounds over GraphQL. */
+function checkCredentials(c: RegistryCredentials): void {
+  if (c.username === '') throw invalid('username', 'username must not be empty');
+  if (c.password === '') throw invalid('password', 'password must not be empty');
+  if (c.username.length > TEXT_MAX.registryUsername) {
+    throw invalid('username', `username must have at most ${TEXT_MAX.registryUsername} characters`);
+  }
+  if (c.password.length > TEXT_MAX.registryPassword) {
+    throw invalid('password', `password must have at most ${TEXT_MAX.registryPassword} characters`);
+  }
 }
 
 /**
@@ -50,8 +62,8 @@ export class RegistryAuths {
 
   async create(userId: string, input: { name: string } & RegistryCredentials): Promise<RegistryAuthView> {
     if (input.name.trim() === '') throw invalid('name', 'name must not be empty');
-    if (input.username === '') throw invalid('username', 'username must not be empty');
-    if (input.password === '') throw invalid('password', 'password must not be empty');
+    if (input.name.length > TEXT_MAX.name) throw invalid('name', `name must have at most ${TEXT_MAX.name} characters`);
+    checkCredentials(input);
     if ((await this.store.listRegistryAuths(userId)).some((r) => r.name === input.name)) {
       throw new WharfError('NAME_TAKEN', { resource: 'container registry auth', name: input.name });
     }
@@ -78,8 +90,7 @@ export class RegistryAuths {
   /** Replace the credentials (the name stays). */
   async update(userId: string, id: string, c: RegistryCredentials): Promise<RegistryAuthView> {
     const before = await this.record(userId, id);
-    if (c.username === '') throw invalid('username', 'username must not be empty');
-    if (c.password === '') throw invalid('password', 'password must not be empty');
+    checkCredentials(c);
     const after = { ...before, sealed: this.seal(userId, id, c) };
     await this.store.updateRegistryAuth(after);
     return view(after);

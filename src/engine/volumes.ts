@@ -1,6 +1,6 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { newNetworkVolumeId, VOLUME_MAX_GB, type NetworkVolume } from '../domain/index.ts';
+import { newNetworkVolumeId, TEXT_MAX, VOLUME_MAX_GB, type NetworkVolume } from '../domain/index.ts';
 import { WharfError } from '../errors/index.ts';
 import type { Store } from '../store/index.ts';
 import type { Clock } from './clock.ts';
@@ -13,6 +13,12 @@ export interface VolumeInput {
 
 function invalid(field: string, reason: string): WharfError {
   return new WharfError('VALIDATION_FAILED', { reason }, { details: [{ field, message: reason }] });
+}
+
+/** Not empty and not longer than the field takes (TEXT_MAX, as the REST schemas say). */
+function checkText(field: 'name' | 'dataCenterId', value: string): void {
+  if (value.trim() === '') throw invalid(field, `${field} must not be empty`);
+  if (value.length > TEXT_MAX[field]) throw invalid(field, `${field} must have at most ${TEXT_MAX[field]} characters`);
 }
 
 function checkSize(size: number): void {
@@ -45,8 +51,8 @@ export class Volumes {
 
   async create(userId: string, input: VolumeInput): Promise<NetworkVolume> {
     checkSize(input.size);
-    if (input.name.trim() === '') throw invalid('name', 'name must not be empty');
-    if (input.dataCenterId.trim() === '') throw invalid('dataCenterId', 'dataCenterId must not be empty');
+    checkText('name', input.name);
+    checkText('dataCenterId', input.dataCenterId);
     const v: NetworkVolume = {
       id: newNetworkVolumeId(),
       userId,
@@ -81,7 +87,7 @@ export class Volumes {
     const before = await this.get(userId, id);
     const after: NetworkVolume = { ...before };
     if (patch.name !== undefined) {
-      if (patch.name.trim() === '') throw invalid('name', 'name must not be empty');
+      checkText('name', patch.name);
       after.name = patch.name;
     }
     if (patch.size !== undefined) {

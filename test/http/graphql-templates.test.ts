@@ -194,6 +194,29 @@ describe('registry auths and network volumes', () => {
     );
   });
 
+  it('bounds names, data center ids and credentials as REST does (the engine checks them for both)', async () => {
+    const long = (n: number) => 'x'.repeat(n);
+    const volume = (name: string, dataCenterId: string) =>
+      run('mutation V($i: CreateNetworkVolumeInput!) { createNetworkVolume(input: $i) { id } }', {
+        i: { name, size: 1, dataCenterId },
+      });
+    fails(await volume(long(192), 'EU-RO-1'), 'createNetworkVolume', 'VALIDATION_FAILED');
+    fails(await volume('v', long(65)), 'createNetworkVolume', 'VALIDATION_FAILED');
+    const auth = (name: string, username: string, password: string) =>
+      run('mutation A($i: SaveRegistryAuthInput!) { saveRegistryAuth(input: $i) { id } }', {
+        i: { name, username, password },
+      });
+    fails(await auth(long(192), 'u', 'p'), 'saveRegistryAuth', 'VALIDATION_FAILED');
+    fails(await auth('bounded', long(1025), 'p'), 'saveRegistryAuth', 'VALIDATION_FAILED');
+    fails(await auth('bounded', 'u', long(16_385)), 'saveRegistryAuth', 'VALIDATION_FAILED');
+    // At the bounds: accepted.
+    const v = ok(await volume(long(191), 'x'.repeat(64)), 'createNetworkVolume');
+    const a = ok(await auth('b'.repeat(191), long(1024), long(16_384)), 'saveRegistryAuth');
+    // Gone again: the tests below count what exists.
+    expect((await t.api('DELETE', `/v1/networkvolumes/${v.id}`)).status).toBe(204);
+    expect((await t.api('DELETE', `/v1/containerregistryauth/${a.id}`)).status).toBe(204);
+  });
+
   it('creates, updates, lists and deletes a network volume', async () => {
     const vol = ok(
       await run(

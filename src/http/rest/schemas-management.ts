@@ -5,18 +5,19 @@ import {
   DATA_CENTER_IDS,
   DISCOUNT_TYPES,
   GPU_TYPE_IDS,
+  TEXT_MAX,
   VOLUME_MAX_GB,
 } from '../../domain/index.ts';
 import { enumOf } from './schemas.ts';
 
 /** Bodies and queries of the management routes beyond templates and endpoints (spec/rest-v1.openapi.json). */
-const Name = Type.String({ minLength: 1, maxLength: 191 });
+const Name = Type.String({ minLength: 1, maxLength: TEXT_MAX.name });
 
 export const NetworkVolumeCreateInput = Type.Object(
   {
     name: Name,
     size: Type.Integer({ minimum: 0, maximum: VOLUME_MAX_GB }),
-    dataCenterId: Type.String({ minLength: 1, maxLength: 64 }),
+    dataCenterId: Type.String({ minLength: 1, maxLength: TEXT_MAX.dataCenterId }),
   },
   { additionalProperties: false },
 );
@@ -31,8 +32,8 @@ export const NetworkVolumeUpdateInput = Type.Object(
 export const ContainerRegistryAuthCreateInput = Type.Object(
   {
     name: Name,
-    username: Type.String({ minLength: 1, maxLength: 1024 }),
-    password: Type.String({ minLength: 1, maxLength: 16_384 }),
+    username: Type.String({ minLength: 1, maxLength: TEXT_MAX.registryUsername }),
+    password: Type.String({ minLength: 1, maxLength: TEXT_MAX.registryPassword }),
   },
   { additionalProperties: false },
 );
