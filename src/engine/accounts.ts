@@ -70,6 +70,11 @@ export class Accounts {
     }
     if (adminKey) {
       const existing = await this.store.findApiKeyByHash(hashKey(adminKey));
+      if (existing && existing.revokedAt !== null) {
+        // Revoked (by a rotation, or on purpose): a revocation is never undone by a restart, and starting with an
+        // admin key that does not work would lock the operator out in silence.
+        throw new Error('WHARF_ADMIN_KEY is a key that was revoked (an earlier value?): set a new one');
+      }
       if (!existing) {
         await this.addKey(admin.id, adminKey, ADMIN_ENV_KEY_NAME, 'all', []);
         // A new WHARF_ADMIN_KEY replaces the one set before: rotating the variable must retire the old key.

@@ -200,6 +200,8 @@ describe('WHARF_ADMIN_KEY', () => {
       } finally {
         await second.close();
       }
+      // Set back to the earlier, revoked value: refused at start with a reason, not a server nobody can log in to.
+      await expect(startTestServer({ dataDir, adminKey: oldKey })).rejects.toThrow(/revoked/);
       expect(() => loadConfig({ argv: [], env: { WHARF_ADMIN_KEY: 'short-key' } })).toThrow(/at least 20 characters/);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
