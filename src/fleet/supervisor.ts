@@ -305,9 +305,11 @@ export class Supervisor {
     const backoff = decideBackoff(this.historyOf(endpointId), now);
     let throttled = Math.max(0, wanted - decision.start);
     let startError: string | null = null;
-    // After start failures, one probe at a time: a broken image then costs one process per backoff window, not
-    // workersMax of them, and the others start once a worker stays up.
-    const probing = backoff.consecutiveFailures > 0;
+    // After start failures, while no worker of this version is up, one probe at a time: a broken image then costs
+    // one process per backoff window, not workersMax of them. Once one is up, the image works: starts are free again
+    // (a crash of a worker that had served for hours must not hold a burst to one start at a time).
+    const up = views.some((v) => v.state !== 'initializing' && v.version === endpoint.version);
+    const probing = backoff.consecutiveFailures > 0 && !up;
     const probeInFlight = probing && views.some((v) => v.state === 'initializing');
     if (toStart > 0 && backoff.allowed && !probeInFlight) {
       const starts = probing ? 1 : toStart;
