@@ -43,11 +43,16 @@ export class Accounts {
   private readonly store: Store;
   private readonly bus: Bus;
   private readonly cache = new Map<string, { principal: Principal | null; at: number }>();
+  /** Bumped at every invalidation: a lookup that began before one must not cache what it read. */
+  private generation = 0;
 
   constructor(store: Store, bus: Bus) {
     this.store = store;
     this.bus = bus;
-    bus.subscribe(topics.accounts, () => this.cache.clear());
+    bus.subscribe(topics.accounts, () => {
+      this.generation++;
+      this.cache.clear();
+    });
   }
 
   /**
@@ -176,7 +181,9 @@ export class Accounts {
     const now = Date.now();
     const cached = this.cache.get(hash);
     if (cached && now - cached.at < CACHE_MS) return cached.principal;
+    const generation = this.generation;
     const principal = await this.lookup(hash);
+    if (generation !== this.generation) return principal; // read before a revocation: used once, not cached
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(hash, { principal, at: now });
     return principal;

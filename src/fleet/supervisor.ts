@@ -301,9 +301,11 @@ export class Supervisor {
     // Workers still stopping hold their process (and GPU) until they are gone: workersMax counts them.
     let alive = 0;
     for (const m of this.managed.values()) if (m.endpointId === endpointId && !m.standby) alive++;
-    toStart = Math.min(toStart, Math.max(0, endpoint.workersMax - alive));
+    const room = Math.max(0, endpoint.workersMax - alive);
+    const heldForStops = Math.max(0, toStart - room);
+    toStart -= heldForStops;
     const backoff = decideBackoff(this.historyOf(endpointId), now);
-    let throttled = Math.max(0, wanted - decision.start);
+    let throttled = Math.max(0, wanted - decision.start) + heldForStops;
     let startError: string | null = null;
     // After start failures, while no worker of this version is up, one probe at a time: a broken image then costs
     // one process per backoff window, not workersMax of them. Once one is up, the image works: starts are free again

@@ -440,6 +440,13 @@ export function openSqliteStore(opts: SqliteStoreOptions): Store {
  */
 function ownerOnly(path: string): void {
   closeSync(openSync(path, 'a', 0o600));
-  chmodSync(path, 0o600);
-  for (const side of [`${path}-wal`, `${path}-shm`]) if (existsSync(side)) chmodSync(side, 0o600);
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    if (!existsSync(file)) continue;
+    try {
+      chmodSync(file, 0o600);
+    } catch (error) {
+      // Not ours to change (a file another user made, a volume mounted so): it still opens; say what to fix.
+      process.emitWarning(`could not make ${file} readable by its owner only: ${(error as Error).message}`);
+    }
+  }
 }
