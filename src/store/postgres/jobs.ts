@@ -85,6 +85,9 @@ type JobVerbs = Pick<
   | 'setJobTtl'
 >;
 
+/** The most chunks one stream read looks at (each is at most 1 MB; the size bound usually stops it first). */
+const STREAM_PAGE_ROWS = 4096;
+
 export function jobVerbs(db: Db): JobVerbs {
   return {
     async submitJob(j: NewJob, handTo?: HandTo) {
@@ -229,15 +232,15 @@ export function jobVerbs(db: Db): JobVerbs {
           'SELECT seq FROM stream_cursors WHERE job_id = $1 AND consumer = $2',
           [jobId, consumer],
         );
-        // The chunks that fit in the bound (the first always goes), and how many wait in all: only those sent
-        // leave the database, however long the backlog.
-        const rows = await c.query<{ seq: number; body: string; waiting: number }>(
-          `SELECT seq, body, waiting FROM (
-             SELECT seq, body, SUM(length(body)) OVER (ORDER BY seq) AS upto, ROW_NUMBER() OVER (ORDER BY seq) AS n,
-               COUNT(*) OVER () AS waiting
-             FROM stream_chunks WHERE job_id = $1 AND seq > $2) pending
+        // The chunks that fit in the bound (the first always goes), from a page of the oldest: a read costs the same
+        // however long the backlog is. octet_length reads a stored value's size without decompressing it.
+        const rows = await c.query<{ seq: number; body: string }>(
+          `SELECT seq, body FROM (
+             SELECT seq, body, SUM(octet_length(body)) OVER (ORDER BY seq) AS upto, ROW_NUMBER() OVER (ORDER BY seq) AS n
+             FROM (SELECT seq, body FROM stream_chunks WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $4) page
+           ) sized
            WHERE upto <= $3 OR n = 1 ORDER BY seq`,
-          [jobId, cursor.rows[0]?.seq ?? 0, maxChars],
+          [jobId, cursor.rows[0]?.seq ?? 0, maxChars, STREAM_PAGE_ROWS],
         );
         const last = rows.rows[rows.rows.length - 1];
         if (last) {
@@ -247,7 +250,11 @@ export function jobVerbs(db: Db): JobVerbs {
             [jobId, consumer, last.seq],
           );
         }
-        return { chunks: rows.rows.map((r) => r.body), more: (last?.waiting ?? 0) > rows.rows.length };
+        const more =
+          last !== undefined &&
+          (await c.query('SELECT 1 FROM stream_chunks WHERE job_id = $1 AND seq > $2 LIMIT 1', [jobId, last.seq])).rows
+            .length > 0;
+        return { chunks: rows.rows.map((r) => r.body), more };
       });
     },
 
