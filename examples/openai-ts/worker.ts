@@ -138,6 +138,9 @@ async function handler(job: Job<OpenAiJob>, ctx: HandlerContext) {
     return { object: 'error', message: 'The model `missing` does not exist.', type: 'NotFoundError', code: 404 };
   }
   if (req.model === 'silent') return null;
+  // A worker that never streams: its whole answer, even when the request asked for a stream.
+  if (req.model === 'unstreamed' && route === '/v1/chat/completions')
+    return chat({ ...req, stream: false }, ctx.signal);
   switch (route) {
     case '/v1/models':
       return { object: 'list', data: [{ id: MODEL, object: 'model', created: 0, owned_by: 'wharf' }] };

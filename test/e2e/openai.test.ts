@@ -144,6 +144,14 @@ describe('OpenAI-compatible routes with the official client', () => {
     await expect(client.chat.completions.create({ model: 'missing', messages })).rejects.toBeInstanceOf(
       OpenAI.NotFoundError,
     );
+    // A whole answer (the worker does not stream): one chunk whose delta carries the message.
+    const whole = (await drain('unstreamed')) as Array<{
+      object: string;
+      choices: Array<{ delta: { content?: string } }>;
+    }>;
+    expect(whole).toHaveLength(1);
+    expect(whole[0]!.object).toBe('chat.completion.chunk');
+    expect(whole[0]!.choices[0]!.delta.content).toBeTruthy();
     // No output at all: an error, not an empty success.
     const silent = await drain('silent').catch((e: unknown) => e);
     expect(silent).toBeInstanceOf(OpenAI.APIError);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { WharfError } from '../../src/errors/index.ts';
-import { answerOf, hasDone, openAiErrorBody, sseOfChunk } from '../../src/http/openai/sse.ts';
+import { answerOf, hasDone, openAiErrorBody, sseOfChunk, sseOfFinalOutput } from '../../src/http/openai/sse.ts';
 
 describe('OpenAI route: worker output to HTTP', () => {
   it('unwraps the one-element list vLLM workers answer with; passes anything else through', () => {
@@ -19,6 +19,29 @@ describe('OpenAI route: worker output to HTTP', () => {
       error: { message: 'bad model', type: 'NotFoundError', param: null, code: 404 },
     });
     expect(answerOf('{"object":"error","message":"x"}')?.status).toBe(400);
+  });
+
+  it('a job that completed without streaming: its chat.completion as one chunk with a delta, SSE text as it is', () => {
+    const completion = {
+      id: 'c1',
+      object: 'chat.completion',
+      model: 'm',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+    };
+    const [event] = sseOfFinalOutput(JSON.stringify([completion])).split('\n\n');
+    expect(JSON.parse(event!.replace(/^data: /, ''))).toEqual({
+      id: 'c1',
+      object: 'chat.completion.chunk',
+      model: 'm',
+      choices: [{ index: 0, delta: { role: 'assistant', content: 'hi' }, logprobs: null, finish_reason: 'stop' }],
+    });
+    // Aggregated SSE text (a list of strings) is sent as the chunks would have been, not JSON-quoted.
+    expect(sseOfFinalOutput('["data: {\\"a\\":1}\\n\\n","data: [DONE]\\n\\n"]')).toBe(
+      'data: {"a":1}\n\ndata: [DONE]\n\n',
+    );
+    expect(sseOfFinalOutput('{"object":"text_completion","choices":[{"text":"x"}]}')).toBe(
+      'data: {"object":"text_completion","choices":[{"text":"x"}]}\n\n',
+    );
   });
 
   it('turns stream chunks into SSE: strings as they are, objects as data lines, lists of either', () => {

@@ -8,7 +8,7 @@ import { authenticate, requireUser } from '../plugins/auth.ts';
 import { toWharfError } from '../plugins/errors.ts';
 import { bindLog } from '../plugins/observability.ts';
 import { EndpointParams } from '../queue/schemas.ts';
-import { answerOf, hasDone, openAiErrorBody, SSE_DONE, sseOfChunk } from './sse.ts';
+import { answerOf, hasDone, openAiErrorBody, SSE_DONE, sseOfChunk, sseOfFinalOutput } from './sse.ts';
 
 /** How long a request waits for its job's result (or, streaming, for the next chunk) before giving up. */
 const OPENAI_WAIT_MS = 300_000;
@@ -139,8 +139,13 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
               write(`data: ${openAiErrorBody(failure(job))}\n\n`);
               return;
             }
-            write(`data: ${answer.body}\n\n`);
-            if (answer.status !== 200) return;
+            if (answer.status !== 200) {
+              write(`data: ${answer.body}\n\n`);
+              return;
+            }
+            const text = sseOfFinalOutput(job.outputJson!);
+            done ||= hasDone(text);
+            write(text);
           }
           break;
         }

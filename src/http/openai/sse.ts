@@ -51,6 +51,40 @@ function sseOf(output: unknown): string {
   return `data: ${JSON.stringify(output)}\n\n`;
 }
 
+/**
+ * The output of a job that completed without streaming, as the events a streaming client reads: SSE text or a list
+ * as chunks are; a `chat.completion` becomes one `chat.completion.chunk` whose `delta` is the message (clients read
+ * `choices[].delta`). A one-element list is unwrapped first, as for a non-streaming answer.
+ */
+export function sseOfFinalOutput(outputJson: string): string {
+  let out: unknown = JSON.parse(outputJson);
+  if (Array.isArray(out) && out.length === 1 && typeof out[0] === 'object' && out[0] !== null) out = out[0];
+  if (isChatCompletion(out)) {
+    out = {
+      ...out,
+      object: 'chat.completion.chunk',
+      choices: out.choices.map((c) => ({
+        index: c.index ?? 0,
+        delta: c.message ?? {},
+        logprobs: c.logprobs ?? null,
+        finish_reason: c.finish_reason ?? null,
+      })),
+    };
+  }
+  return sseOf(out);
+}
+
+type ChatChoice = { index?: number; message?: unknown; logprobs?: unknown; finish_reason?: unknown };
+
+function isChatCompletion(v: unknown): v is { object: 'chat.completion'; choices: ChatChoice[] } {
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    (v as { object?: unknown }).object === 'chat.completion' &&
+    Array.isArray((v as { choices?: unknown }).choices)
+  );
+}
+
 export const SSE_DONE = 'data: [DONE]\n\n';
 
 /** Whether SSE text already carries the end marker (vLLM workers send it themselves). */
