@@ -42,6 +42,21 @@ export const LIMITS = {
   takeBatch: 256,
 } as const;
 
+/**
+ * A requeue that is the server's own doing (its restart, its shutdown) uses up no attempt, but a job requeued this
+ * often in all fails anyway: a job whose handling brings the server down (an output too large for it, say) must not
+ * loop until its ttl.
+ */
+export const MAX_REQUEUES = 10;
+
+/**
+ * Whether a job released from its worker fails instead of going back to the queue: after `maxAttempts` hand-outs,
+ * or, for a release that is the server's own doing (`maxAttempts` null), after MAX_REQUEUES requeues.
+ */
+export function releaseFails(job: Pick<Job, 'attempt' | 'retries'>, maxAttempts: number | null): boolean {
+  return maxAttempts === null ? job.retries + 1 >= MAX_REQUEUES : job.attempt >= maxAttempts;
+}
+
 /** How many jobs a take asking for `requested` may hand out: a whole number from 1 to LIMITS.takeBatch. */
 export function takeBatchSize(requested: number): number {
   return Number.isFinite(requested) ? Math.min(LIMITS.takeBatch, Math.max(1, Math.floor(requested))) : 1;

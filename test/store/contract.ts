@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Endpoint, Template } from '../../src/domain/index.ts';
-import { ENDPOINT_DEFAULTS, LIMITS, TEMPLATE_DEFAULTS } from '../../src/domain/index.ts';
+import { ENDPOINT_DEFAULTS, LIMITS, MAX_REQUEUES, TEMPLATE_DEFAULTS } from '../../src/domain/index.ts';
 import type { HandTo, Store } from '../../src/store/index.ts';
 import { newJob, T0, worker } from './records.ts';
 
@@ -418,7 +418,7 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(JSON.parse(failed?.errorJson ?? '""')).toContain('w2');
       });
 
-      it("a release that is the server's own doing uses up no attempt and never fails the job", async () => {
+      it("a release that is the server's own doing uses up no attempt; only MAX_REQUEUES requeues fail the job", async () => {
         const j = await store.submitJob(newJob(ep));
         for (let n = 0; n < 4; n++) {
           const [taken] = await store.takeJobs(ep, `w${n}`, 1, T0 + 10 * n + 1);
@@ -428,6 +428,17 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
           expect(sweep.requeued).toEqual([expect.objectContaining({ id: j.id, attempt: 0, retries: n + 1 })]);
         }
         expect(await store.getJob(ep, j.id)).toMatchObject({ status: 'IN_QUEUE', attempt: 0, retries: 4 });
+        // But not forever (a job that brings the server down each time): failed at MAX_REQUEUES requeues.
+        for (let n = 4; n < MAX_REQUEUES - 1; n++) {
+          await store.takeJobs(ep, `v${n}`, 1, T0 + 50 + n);
+          expect((await store.releaseWorkerJobs(`v${n}`, T0 + 60 + n, null, 'server restarted')).failed).toEqual([]);
+        }
+        await store.takeJobs(ep, 'last', 1, T0 + 90);
+        const last = await store.releaseWorkerJobs('last', T0 + 91, null, 'server restarted');
+        expect(last.failed.map((x) => x.id)).toEqual([j.id]);
+        expect(JSON.parse(last.failed[0]!.errorJson!)).toContain(`requeued ${MAX_REQUEUES} times`);
+        await store.retryJob(ep, j.id, T0 + 92);
+        expect((await store.getJob(ep, j.id))?.status).toBe('IN_QUEUE');
         // A real loss still counts: with one hand-out allowed, the next lost worker fails it.
         await store.takeJobs(ep, 'w9', 1, T0 + 100);
         expect((await store.releaseWorkerJobs('w9', T0 + 101, 1, 'lease expired')).failed.map((x) => x.id)).toEqual([

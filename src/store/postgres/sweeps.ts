@@ -1,4 +1,4 @@
-import { resultsExpireAt, type Job, type TombstoneReason } from '../../domain/index.ts';
+import { MAX_REQUEUES, releaseFails, resultsExpireAt, type Job, type TombstoneReason } from '../../domain/index.ts';
 import type { JobStore, LeaseSweep, SweptJob } from '../types.ts';
 import type { Conn, Db } from './db.ts';
 import { addStop, clearStreams } from './jobs.ts';
@@ -43,9 +43,11 @@ async function release(
   for (const r of rows.rows) {
     if (onlyJobIds && !onlyJobIds.includes(r.id)) continue;
     const job = toJob(r);
-    if (maxAttempts !== null && job.attempt >= maxAttempts) {
+    if (releaseFails(job, maxAttempts)) {
       const errorJson = JSON.stringify(
-        `worker ${workerId} was lost (${reason}) on attempt ${job.attempt} of ${maxAttempts}`,
+        maxAttempts === null
+          ? `worker ${workerId} was lost (${reason}) and the job was requeued ${MAX_REQUEUES} times`
+          : `worker ${workerId} was lost (${reason}) on attempt ${job.attempt} of ${maxAttempts}`,
       );
       await c.query(
         `UPDATE jobs SET status = 'FAILED', error = $1, completed_at = $2, results_expire_at = $3, deadline_at = NULL,

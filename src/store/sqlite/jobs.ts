@@ -1,6 +1,8 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import {
+  MAX_REQUEUES,
   pastDeadline,
+  releaseFails,
   resultsExpireAt,
   takeBatchSize,
   type Job,
@@ -392,9 +394,11 @@ export class SqliteJobs {
     for (const r of rows) {
       const job = toJob(r);
       if (onlyJobIds && !onlyJobIds.includes(job.id)) continue;
-      if (maxAttempts !== null && job.attempt >= maxAttempts) {
+      if (releaseFails(job, maxAttempts)) {
         const errorJson = JSON.stringify(
-          `worker ${workerId} was lost (${reason}) on attempt ${job.attempt} of ${maxAttempts}`,
+          maxAttempts === null
+            ? `worker ${workerId} was lost (${reason}) and the job was requeued ${MAX_REQUEUES} times`
+            : `worker ${workerId} was lost (${reason}) on attempt ${job.attempt} of ${maxAttempts}`,
         );
         this.q(
           `UPDATE jobs SET status = 'FAILED', error = ?, completed_at = ?, results_expire_at = ?, deadline_at = NULL,
