@@ -46,6 +46,8 @@ const KNOWN_IDS: Record<string, string> = {
 export function collectRoutes(app: FastifyInstance): CollectedRoute[] {
   const routes: CollectedRoute[] = [];
   app.addHook('onRoute', (r: RouteOptions) => {
+    // A catch-all (`…/openai/*`) only answers 404 for paths that are no operation: nothing to document.
+    if (r.url.endsWith('*')) return;
     for (const method of Array.isArray(r.method) ? r.method : [r.method]) {
       if (method === 'HEAD' || method === 'OPTIONS') continue;
       routes.push({ method, url: r.url, schema: r.schema, meta: r.config?.openapi });
