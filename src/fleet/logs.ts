@@ -38,7 +38,9 @@ export class LogBook {
   append(endpointId: string, workerId: string, stream: 'stdout' | 'stderr', raw: string, now = Date.now()): void {
     let ring = this.rings.get(endpointId);
     if (!ring) {
-      ring = { lines: [], seq: 0 };
+      // Numbered from the time the ring began (× 1000): a cursor a reader kept across a server restart is below
+      // every line of the new run, so it gets them all rather than none until the count catches up.
+      ring = { lines: [], seq: now * 1000 };
       this.rings.set(endpointId, ring);
     }
     const { jobId, level, message } = parseLine(raw);
@@ -47,17 +49,26 @@ export class LogBook {
     for (const l of this.listeners) l(endpointId);
   }
 
+  /**
+   * Without `after`: the newest `limit` lines (a tail). With `after`: the oldest `limit` lines after that cursor, so a
+   * reader that pages on from the last line it got (a follower) never skips any, however many arrived at once.
+   * Oldest first either way.
+   */
   query(endpointId: string, q: LogQuery = {}): LogLine[] {
     const ring = this.rings.get(endpointId);
     if (!ring) return [];
     const limit = Math.min(Math.max(q.limit ?? 500, 1), 5000);
+    const wanted = (line: LogLine): boolean =>
+      (!q.workerId || line.workerId === q.workerId) && (!q.jobId || line.jobId === q.jobId);
     const out: LogLine[] = [];
+    if (q.after !== undefined) {
+      for (let i = firstAfter(ring.lines, q.after); i < ring.lines.length && out.length < limit; i++) {
+        if (wanted(ring.lines[i]!)) out.push(ring.lines[i]!);
+      }
+      return out;
+    }
     for (let i = ring.lines.length - 1; i >= 0 && out.length < limit; i--) {
-      const line = ring.lines[i]!;
-      if (q.after !== undefined && line.seq <= q.after) break;
-      if (q.workerId && line.workerId !== q.workerId) continue;
-      if (q.jobId && line.jobId !== q.jobId) continue;
-      out.push(line);
+      if (wanted(ring.lines[i]!)) out.push(ring.lines[i]!);
     }
     return out.reverse();
   }
@@ -89,4 +100,16 @@ function parseLine(raw: string): { jobId: string | null; level: string | null; m
     }
   }
   return { jobId: null, level: null, message: raw };
+}
+
+/** The index of the first line numbered after `seq` (lines are in increasing order): a binary search. */
+function firstAfter(lines: readonly LogLine[], seq: number): number {
+  let lo = 0;
+  let hi = lines.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (lines[mid]!.seq <= seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
