@@ -118,9 +118,13 @@ describe('queue and endpoint state', () => {
     const waited = await cli(['run', idle, '--wait', '--max-wait', '1s']);
     expect(waited.code).toBe(1);
     expect(waited.stderr).toMatch(/^wharf: job \S+ is still IN_QUEUE after 1.00 s \(wharf status /);
+    // The same with --sync, whose /runsync window is used up first: the time given is the whole --max-wait.
+    const synced = await cli(['run', idle, '--sync', '--max-wait', '2s']);
+    expect(synced.code).toBe(1);
+    expect(synced.stderr).toMatch(/^wharf: job \S+ is still IN_QUEUE after 2.00 s \(wharf status /);
 
     const purge = await cli(['purge', idle]);
-    expect(purge).toMatchObject({ code: 0, stdout: `removed 4 queued jobs from ${idle}\n` });
+    expect(purge).toMatchObject({ code: 0, stdout: `removed 5 queued jobs from ${idle}\n` });
     expect((await cli(['purge', idle, '--json'])).json()).toEqual({ removed: 0, status: 'completed' });
     expect((await cli(['health', idle, '--json'])).json().jobs.inQueue).toBe(0);
   });

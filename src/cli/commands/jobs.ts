@@ -70,17 +70,19 @@ export function printJob(ctx: Context, job: JobStatus, judge = true): number {
 
 /**
  * Long-poll /status-sync until the job is final, showing its status and queue reason (why it waits: scaling up,
- * all workers busy…) on the spinner. Gives up after `maxWaitMs`, with the job untouched.
+ * all workers busy…) on the spinner. Gives up `maxWaitMs` after `startedAt` (default: now; a caller that already
+ * waited another way passes when it began), with the job untouched.
  */
 export async function waitForJob(
   ctx: Context,
   endpointId: string,
   first: Pick<JobStatus, 'id' | 'status'>,
   maxWaitMs?: number,
+  startedAt = Date.now(),
 ): Promise<JobStatus> {
   const ep = ctx.client().endpoint(endpointId);
   const spinner = ctx.spinner();
-  const deadline = maxWaitMs === undefined ? Infinity : Date.now() + maxWaitMs;
+  const deadline = maxWaitMs === undefined ? Infinity : startedAt + maxWaitMs;
   // /run's answer has no queue reason: ask once at once, so a scale-up shows before the first long poll ends.
   let job: JobStatus = isFinalStatus(first.status) ? first : await ep.status(first.id);
   spinner.start(`${job.id} ${describeJob(job)}`);

@@ -71,20 +71,22 @@ export const runCommand: Command = {
       const spinner = ctx.spinner();
       spinner.start(`waiting on /runsync (up to ${Math.round(window / 1000)} s)`);
       let job: JobStatus;
+      // The job has no id here yet (it comes with the answer): say what happens to it.
+      const onSigint = (): void => {
+        spinner.stop();
+        ctx.out.error('stopped waiting; the job goes on (wharf jobs ' + endpointId + ' lists it)');
+        process.exit(130);
+      };
+      process.once('SIGINT', onSigint);
       try {
         job = await ep.runSync(request, { wait: window, timeoutMs: window });
       } finally {
+        process.off('SIGINT', onSigint);
         spinner.stop();
       }
-      // …and when that ran out first, the CLI keeps waiting, now showing the job's status and queue reason.
-      if (!isFinalStatus(job.status)) {
-        job = await waitForJob(
-          ctx,
-          endpointId,
-          job,
-          maxWait === undefined ? undefined : maxWait - (Date.now() - started),
-        );
-      }
+      // …and when that ran out first, the CLI keeps waiting, now showing the job's status and queue reason, until
+      // --max-wait counted from the submission.
+      if (!isFinalStatus(job.status)) job = await waitForJob(ctx, endpointId, job, maxWait, started);
       return printJob(ctx, job);
     }
 
