@@ -52,10 +52,12 @@ export function readCliFile(path: string): CliFile {
   try {
     parsed = JSON.parse(text);
   } catch (error) {
-    throw new CliConfigError(`${path} is not valid JSON: ${(error as Error).message}`);
+    throw new CliConfigError(
+      `${path} is not valid JSON: ${(error as Error).message} (wharf logout removes it; wharf login writes a new one)`,
+    );
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new CliConfigError(`${path} must hold a JSON object`);
+    throw new CliConfigError(`${path} must hold a JSON object (wharf logout removes it)`);
   }
   const { url, apiKey } = parsed as Record<string, unknown>;
   return {
@@ -85,7 +87,11 @@ export function removeCliFile(path: string): boolean {
 /** flag > env > file > default, remembering where each value came from (`wharf config` shows it). */
 export function resolveCliConnection(flags: { url?: string; apiKey?: string }, env: Env = process.env): CliConnection {
   const configPath = cliConfigPath(env);
-  const file = readCliFile(configPath);
+  // Read only when it may supply something: a broken login file must not block a command (`wharf login` that would
+  // replace it included) that flags or the environment fully configure.
+  const given = (flag: string | undefined, fromEnv: string | undefined) => set(flag) || set(fromEnv);
+  const needed = !given(flags.url, env['WHARF_URL']) || !given(flags.apiKey, env['WHARF_API_KEY']);
+  const file = needed ? readCliFile(configPath) : {};
   const pick = (flag: string | undefined, fromEnv: string | undefined, fromFile: string | undefined) =>
     set(flag)
       ? { value: flag, source: 'flag' as const }

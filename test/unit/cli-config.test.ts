@@ -62,6 +62,18 @@ describe('resolveCliConnection', () => {
     return h;
   };
 
+  it('does not read a broken login file when flags or the environment give both the URL and the key', () => {
+    const h = home();
+    const path = join(h, '.config', 'wharf', 'config.json');
+    writeCliFile(path, {});
+    writeFileSync(path, '{broken');
+    const env = { HOME: h, WHARF_URL: 'http://env:2', WHARF_API_KEY: 'k_env' };
+    expect(resolveCliConnection({}, env)).toMatchObject({ url: 'http://env:2', apiKey: 'k_env' });
+    expect(resolveCliConnection({ url: 'http://flag:3', apiKey: 'k' }, { HOME: h })).toMatchObject({ apiKey: 'k' });
+    // Needed for one of them: still an error, which says how to get rid of the file.
+    expect(() => resolveCliConnection({ url: 'http://flag:3' }, { HOME: h })).toThrow(/wharf logout removes it/);
+  });
+
   it('takes flag > env > file > default, and says where each value came from', () => {
     const h = withFile();
     expect(resolveCliConnection({}, { HOME: h })).toMatchObject({
