@@ -171,7 +171,8 @@ export class Args {
 /** Node's parseArgs messages are long and mention `strict: false`; say what was wrong in a few words. */
 function parseArgsMessage(error: unknown): string {
   const e = error as { code?: string; message?: string };
-  const option = /'(-{1,2}[^' ]+)/.exec(e.message ?? '')?.[1];
+  // Node names the option as '--limit <value>', or '-i, --input <value>' when it has a short form: the long name.
+  const option = /'(?:-[^-' ],\s*)?(-{1,2}[^' ,]+)/.exec(e.message ?? '')?.[1];
   if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option ${option ?? ''}`.trim();
   if (e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
     return /argument missing|ambiguous/.test(e.message ?? '')

@@ -90,6 +90,9 @@ describe('usage errors', () => {
   it.each([
     [['endpoint', 'frob'], /^wharf: unknown command "endpoint frob" \(see "wharf endpoint --help"\)$/],
     [['endpoint', 'list', '--bogus'], /^wharf: unknown option --bogus \(see "wharf endpoint list --help"\)$/],
+    // The category is set on create only: an update flag that would be ignored is refused instead.
+    [['template', 'update', 't1', '--category', 'NVIDIA'], /^wharf: unknown option --category/],
+    [['run', 'ep', '--input'], /^wharf: --input needs a value/],
     [['status', 'ep'], /^wharf: missing <job> \(see "wharf status --help"\)$/],
     [['cancel', 'a', 'b', 'c'], /^wharf: unexpected argument 'c'/],
     [['endpoint', 'list', 'extra'], /^wharf: unexpected argument 'extra'/],

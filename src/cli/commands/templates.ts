@@ -25,6 +25,9 @@ const FIELDS: OptionSpecs = {
   ...DATA_OPTION,
 };
 
+/** Update takes every field but the category, which the REST API sets on create only. */
+const UPDATE_FIELDS: OptionSpecs = Object.fromEntries(Object.entries(FIELDS).filter(([k]) => k !== 'category'));
+
 function fields(ctx: Context, create: boolean): Record<string, unknown> {
   const a = ctx.args;
   return body(ctx, {
@@ -109,7 +112,7 @@ export const templateCommands: Command[] = [
     name: 'template update',
     summary: "Change a template's settings (only the fields given)",
     args: ['<template>'],
-    options: FIELDS,
+    options: UPDATE_FIELDS,
     async run(ctx) {
       const patch = fields(ctx, false) as TemplateUpdateInput;
       printTemplate(ctx, await group(ctx).update(idArg(ctx), patch));
