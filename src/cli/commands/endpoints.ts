@@ -64,7 +64,7 @@ export function printEndpoint(ctx: Context, e: Endpoint): void {
     ['compute', compute(e)],
     ['workers', `${e.workersMin}-${e.workersMax}`],
     ['idle timeout', `${e.idleTimeout} s`],
-    ['exec timeout', formatMs(e.executionTimeoutMs)],
+    ['exec timeout', e.executionTimeoutMs === 0 ? 'none (jobs run until their ttl)' : formatMs(e.executionTimeoutMs)],
     ['scaler', `${e.scalerType} ${e.scalerValue}`],
     ['flashboot', e.flashboot],
     ['volume', e.networkVolumeId],
