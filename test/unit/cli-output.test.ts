@@ -129,3 +129,12 @@ describe('jobs for people', () => {
     expect(describeJob({ status: 'IN_PROGRESS' })).toBe('IN_PROGRESS');
   });
 });
+
+describe('worker log lines on a terminal', () => {
+  it('show control characters instead of obeying them (no escape sequences from a worker)', async () => {
+    const { visible } = await import('../../src/cli/commands/logs.ts');
+    expect(visible('plain\ttext ✓')).toBe('plain\ttext ✓');
+    expect(visible('\u001b]0;pwned\u0007\u001b[2Jgone')).toBe('\\x1b]0;pwned\\x07\\x1b[2Jgone');
+    expect(visible('a\rb\u009bc')).toBe('a\\x0db\\x9bc');
+  });
+});

@@ -3,12 +3,24 @@ import { UsageError } from '../args.ts';
 import type { Command, Context } from '../context.ts';
 import { formatMs } from '../output.ts';
 
+/**
+ * Control characters of a worker's output shown, not obeyed: a worker (anyone's code) must not be able to move the
+ * cursor, retitle or rewrite the reader's terminal through escape sequences.
+ */
+export const visible = (text: string): string =>
+  text.replace(
+    // eslint-disable-next-line no-control-regex
+    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g,
+    (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
+
 function printLine(ctx: Context, l: LogLine): void {
   const { out } = ctx;
   if (out.json) return out.ndjson(l);
-  const job = l.jobId ? ` ${out.c.dim(l.jobId)}` : '';
-  const message = l.stream === 'stderr' && l.level !== 'INFO' ? out.c.yellow(l.message) : l.message;
-  out.line(`${out.c.dim(l.time)} ${out.c.cyan(l.workerId)}${job} ${message}`);
+  const job = l.jobId ? ` ${out.c.dim(visible(l.jobId))}` : '';
+  const text = visible(l.message);
+  const message = l.stream === 'stderr' && l.level !== 'INFO' ? out.c.yellow(text) : text;
+  out.line(`${out.c.dim(l.time)} ${out.c.cyan(visible(l.workerId))}${job} ${message}`);
 }
 
 export const logsCommand: Command = {
