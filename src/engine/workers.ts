@@ -161,9 +161,11 @@ export class WorkerGateway implements TakeHandOff {
   async touch(worker: WorkerRecord): Promise<void> {
     const now = this.clock.now();
     const revived = worker.state === 'unhealthy' && worker.reason === 'lease-expired';
-    if (!revived && now - (this.lastTouch.get(worker.id) ?? 0) < TOUCH_EVERY_MS) return;
+    // A started worker's first request: it is up. /health says so at once, not at the supervisor's next pass.
+    const arrived = worker.state === 'initializing';
+    if (!revived && !arrived && now - (this.lastTouch.get(worker.id) ?? 0) < TOUCH_EVERY_MS) return;
     this.lastTouch.set(worker.id, now);
-    await this.store.touchWorker(worker.id, now, revived ? { state: 'idle', reason: null } : undefined);
+    await this.store.touchWorker(worker.id, now, revived || arrived ? { state: 'idle', reason: null } : undefined);
   }
 
   /**

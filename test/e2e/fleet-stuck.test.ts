@@ -76,3 +76,17 @@ it("a worker finishing its job within its stop's grace holds up no other endpoin
     () => 'the deleted endpoint worker to go',
   );
 }, 90_000);
+
+it('a started worker counts as up from its first request, not from the supervisor’s next pass', async () => {
+  // Passes 3 s apart: before, /health counted the worker as initializing until the next one.
+  const slow = await startFleet({ scaleIntervalMs: 3000 });
+  try {
+    const ep = await slow.endpoint({ workersMax: 1, idleTimeout: 30 });
+    const res = await slow.api('POST', `/v2/${ep}/runsync`, { input: { n: 1 } });
+    expect(res.json.status).toBe('COMPLETED');
+    const h = await slow.health(ep);
+    expect(h.workers).toMatchObject({ initializing: 0, idle: 1 });
+  } finally {
+    await closeFleet(slow);
+  }
+}, 60_000);
