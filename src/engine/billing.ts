@@ -12,7 +12,7 @@ import {
   type UsageStart,
   type WorkerRecord,
 } from '../domain/index.ts';
-import { WharfError } from '../errors/index.ts';
+import { invalidField } from '../errors/index.ts';
 import type { Store } from '../store/index.ts';
 import type { Clock } from './clock.ts';
 
@@ -111,10 +111,10 @@ export class Billing {
     const now = this.clock.now();
     const from = q.startTime ? Date.parse(q.startTime) : 0;
     const to = Math.min(q.endTime ? Date.parse(q.endTime) : now, now);
-    if (Number.isNaN(from)) throw invalid('startTime', 'startTime is not a date-time');
-    if (Number.isNaN(to)) throw invalid('endTime', 'endTime is not a date-time');
+    if (Number.isNaN(from)) throw invalidField('startTime', 'startTime is not a date-time');
+    if (Number.isNaN(to)) throw invalidField('endTime', 'endTime is not a date-time');
     if (q.startTime && q.endTime && from > Date.parse(q.endTime)) {
-      throw invalid('startTime', 'startTime must not be after endTime');
+      throw invalidField('startTime', 'startTime must not be after endTime');
     }
     return { from, to, size: q.bucketSize ?? 'day' };
   }
@@ -211,8 +211,4 @@ export class Billing {
     }
     return [...byTime.values()];
   }
-}
-
-function invalid(field: string, reason: string): WharfError {
-  return new WharfError('VALIDATION_FAILED', { reason }, { details: [{ field, message: reason }] });
 }

@@ -1,5 +1,5 @@
 import { newRegistryAuthId, REGISTRY_AUTH_ID_PATTERN, TEXT_MAX, type RegistryAuthRecord } from '../domain/index.ts';
-import { WharfError } from '../errors/index.ts';
+import { invalidField, WharfError } from '../errors/index.ts';
 import type { Store } from '../store/index.ts';
 import type { SecretBox } from './secrets.ts';
 
@@ -16,19 +16,15 @@ export interface RegistryAuthView {
 
 const view = (r: RegistryAuthRecord): RegistryAuthView => ({ id: r.id, name: r.name });
 
-function invalid(field: string, reason: string): WharfError {
-  return new WharfError('VALIDATION_FAILED', { reason }, { details: [{ field, message: reason }] });
-}
-
 /** Both given, and no longer than the REST schema allows (TEXT_MAX): the same bounds over GraphQL. */
 function checkCredentials(c: RegistryCredentials): void {
-  if (c.username === '') throw invalid('username', 'username must not be empty');
-  if (c.password === '') throw invalid('password', 'password must not be empty');
+  if (c.username === '') throw invalidField('username', 'username must not be empty');
+  if (c.password === '') throw invalidField('password', 'password must not be empty');
   if (c.username.length > TEXT_MAX.registryUsername) {
-    throw invalid('username', `username must have at most ${TEXT_MAX.registryUsername} characters`);
+    throw invalidField('username', `username must have at most ${TEXT_MAX.registryUsername} characters`);
   }
   if (c.password.length > TEXT_MAX.registryPassword) {
-    throw invalid('password', `password must have at most ${TEXT_MAX.registryPassword} characters`);
+    throw invalidField('password', `password must have at most ${TEXT_MAX.registryPassword} characters`);
   }
 }
 
@@ -53,7 +49,7 @@ export class RegistryAuths {
   /** A malformed id is a 400 naming the field; a well-formed unknown one (or another user's) a 404. */
   private async record(userId: string, id: string): Promise<RegistryAuthRecord> {
     if (!REGISTRY_AUTH_ID_PATTERN.test(id)) {
-      throw invalid('containerRegistryAuthId', `${JSON.stringify(id)} is not a container registry auth id`);
+      throw invalidField('containerRegistryAuthId', `${JSON.stringify(id)} is not a container registry auth id`);
     }
     const r = await this.store.getRegistryAuth(userId, id);
     if (!r) throw new WharfError('REGISTRY_AUTH_NOT_FOUND', { containerRegistryAuthId: id });
@@ -61,8 +57,9 @@ export class RegistryAuths {
   }
 
   async create(userId: string, input: { name: string } & RegistryCredentials): Promise<RegistryAuthView> {
-    if (input.name.trim() === '') throw invalid('name', 'name must not be empty');
-    if (input.name.length > TEXT_MAX.name) throw invalid('name', `name must have at most ${TEXT_MAX.name} characters`);
+    if (input.name.trim() === '') throw invalidField('name', 'name must not be empty');
+    if (input.name.length > TEXT_MAX.name)
+      throw invalidField('name', `name must have at most ${TEXT_MAX.name} characters`);
     checkCredentials(input);
     if ((await this.store.listRegistryAuths(userId)).some((r) => r.name === input.name)) {
       throw new WharfError('NAME_TAKEN', { resource: 'container registry auth', name: input.name });

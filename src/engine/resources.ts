@@ -12,7 +12,7 @@ import {
   type TemplateInput,
   type WorkerRecord,
 } from '../domain/index.ts';
-import { WharfError } from '../errors/index.ts';
+import { invalidField, WharfError } from '../errors/index.ts';
 import type { Store } from '../store/index.ts';
 
 /** Checks that a template's image can be run by the configured executor: null = fine, else the reason. */
@@ -255,10 +255,6 @@ function checkRules(e: Endpoint): void {
       { reason: problem.reason },
       { details: [{ field: problem.field, message: problem.reason }] },
     );
-}
-
-function invalidField(field: string, reason: string): WharfError {
-  return new WharfError('VALIDATION_FAILED', { reason }, { details: [{ field, message: reason }] });
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {

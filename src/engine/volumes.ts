@@ -1,7 +1,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { newNetworkVolumeId, TEXT_MAX, VOLUME_MAX_GB, type NetworkVolume } from '../domain/index.ts';
-import { WharfError } from '../errors/index.ts';
+import { invalidField, WharfError } from '../errors/index.ts';
 import type { Store } from '../store/index.ts';
 import type { Clock } from './clock.ts';
 
@@ -11,19 +11,16 @@ export interface VolumeInput {
   dataCenterId: string;
 }
 
-function invalid(field: string, reason: string): WharfError {
-  return new WharfError('VALIDATION_FAILED', { reason }, { details: [{ field, message: reason }] });
-}
-
 /** Not empty and not longer than the field takes (TEXT_MAX, as the REST schemas say). */
 function checkText(field: 'name' | 'dataCenterId', value: string): void {
-  if (value.trim() === '') throw invalid(field, `${field} must not be empty`);
-  if (value.length > TEXT_MAX[field]) throw invalid(field, `${field} must have at most ${TEXT_MAX[field]} characters`);
+  if (value.trim() === '') throw invalidField(field, `${field} must not be empty`);
+  if (value.length > TEXT_MAX[field])
+    throw invalidField(field, `${field} must have at most ${TEXT_MAX[field]} characters`);
 }
 
 function checkSize(size: number): void {
   if (!Number.isInteger(size) || size < 0 || size > VOLUME_MAX_GB) {
-    throw invalid('size', `size must be an integer number of GB from 0 to ${VOLUME_MAX_GB}`);
+    throw invalidField('size', `size must be an integer number of GB from 0 to ${VOLUME_MAX_GB}`);
   }
 }
 
@@ -93,7 +90,7 @@ export class Volumes {
     if (patch.size !== undefined) {
       checkSize(patch.size);
       if (patch.size < before.size) {
-        throw invalid('size', `size can only grow: the volume has ${before.size} GB, ${patch.size} GB is smaller`);
+        throw invalidField('size', `size can only grow: the volume has ${before.size} GB, ${patch.size} GB is smaller`);
       }
       after.size = patch.size;
     }

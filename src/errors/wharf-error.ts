@@ -48,3 +48,8 @@ export function coerceError(thrown: unknown): Error {
   }
   return new Error(`Non-error thrown: ${text}`, { cause: thrown });
 }
+
+/** A VALIDATION_FAILED error naming the field it is about (`details: [{field, message}]`), with the reason as message. */
+export function invalidField(field: string, reason: string): WharfError {
+  return new WharfError('VALIDATION_FAILED', { reason }, { details: [{ field, message: reason }] });
+}

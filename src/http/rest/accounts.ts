@@ -1,16 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { KeyScope, ServerlessDiscount } from '../../domain/index.ts';
-import { WharfError } from '../../errors/index.ts';
+import { invalidField, WharfError } from '../../errors/index.ts';
 import type { AppDeps } from '../context.ts';
 import { authenticate, requireAdmin } from '../plugins/auth.ts';
 import { meta, userOf } from './common.ts';
 import { IdParams } from './schemas.ts';
 import { KeyCreateInput, UserCreateInput, UserUpdateInput } from './schemas-management.ts';
 import { keyView, userView } from './views-management.ts';
-
-function invalid(field: string, reason: string): WharfError {
-  return new WharfError('VALIDATION_FAILED', { reason }, { details: [{ field, message: reason }] });
-}
 
 /**
  * API keys of the caller (`/v1/keys`) and, for admins, users (`/v1/users`) — Wharf extensions. A key is shown once,
@@ -29,14 +25,14 @@ export function registerAccountRoutes(app: FastifyInstance, deps: AppDeps): void
       const user = await userOf(deps, request, 'write');
       const { name, scope = 'all', endpointIds = [] } = request.body;
       if (scope !== 'restricted' && endpointIds.length > 0) {
-        throw invalid('endpointIds', 'endpointIds applies to restricted keys only');
+        throw invalidField('endpointIds', 'endpointIds applies to restricted keys only');
       }
       if (scope === 'restricted' && endpointIds.length === 0) {
-        throw invalid('endpointIds', 'a restricted key needs the endpoints it may use');
+        throw invalidField('endpointIds', 'a restricted key needs the endpoints it may use');
       }
       for (const id of endpointIds) {
         if (!(await deps.store.getEndpoint(user.id, id)))
-          throw invalid('endpointIds', `${id} is not one of your endpoints`);
+          throw invalidField('endpointIds', `${id} is not one of your endpoints`);
       }
       const { key, record } = await accounts.createKey(user.id, name, scope, endpointIds);
       return { ...keyView(record), key };
