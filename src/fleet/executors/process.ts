@@ -209,14 +209,14 @@ export class ProcessExecutor implements Executor {
       return 0;
     }
     // All at once: each may wait out its grace, and the supervisor starts nothing until every orphan is gone.
+    const workerIds = names.filter((n) => n.endsWith('.pid')).map((n) => n.slice(0, -'.pid'.length));
     const results = await Promise.all(
-      names
-        .filter((name) => name.endsWith('.pid') && !this.running.has(name.slice(0, -'.pid'.length)))
-        .map(async (name) => {
-          const file = join(this.stateDir, name);
+      workerIds
+        .filter((workerId) => !this.running.has(workerId))
+        .map(async (workerId) => {
+          const file = join(this.stateDir, `${workerId}.pid`);
           const record = readPidRecord(file);
-          const killed =
-            record !== null && record.workerId === name.slice(0, -'.pid'.length) && (await this.killOrphan(record));
+          const killed = record !== null && record.workerId === workerId && (await this.killOrphan(record));
           rmSync(file, { force: true });
           return killed;
         }),
