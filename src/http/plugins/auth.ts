@@ -37,11 +37,12 @@ export async function authenticate(
 /**
  * An onRequest hook: the key is checked before the body is read or anything is validated, so a caller without a
  * valid key gets 401 whatever it sent (never a validation error that describes the route's schema) and cannot make
- * the server parse megabytes of JSON. buildApp puts it on every route that needs a key (app.ts).
+ * the server parse megabytes of JSON. buildApp puts it on every route that needs a key (app.ts); /graphql, which
+ * also takes `?api_key=`, puts it on its route itself.
  */
-function keyFirst(accounts: Accounts): (request: FastifyRequest) => Promise<void> {
+export function keyFirst(accounts: Accounts, allowQuery = false): (request: FastifyRequest) => Promise<void> {
   return async (request) => {
-    await authenticate(accounts, request);
+    await authenticate(accounts, request, allowQuery);
   };
 }
 
