@@ -13,30 +13,17 @@ type JP = { endpointId: string; jobId: string };
 
 function checkWebhook(url: string | undefined): void {
   if (url === undefined) return;
+  const bad = (reason: string) => new WharfError('VALIDATION_FAILED', { reason }, { details: [{ field: 'webhook' }] });
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    throw new WharfError(
-      'VALIDATION_FAILED',
-      { reason: 'webhook must be an absolute http(s) URL' },
-      { details: [{ field: 'webhook' }] },
-    );
+    throw bad('webhook must be an absolute http(s) URL');
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new WharfError(
-      'VALIDATION_FAILED',
-      { reason: 'webhook must use http or https' },
-      { details: [{ field: 'webhook' }] },
-    );
-  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw bad('webhook must use http or https');
   // fetch refuses such a URL, so it could never be delivered; and the password would be kept in the delivery log.
   if (parsed.username !== '' || parsed.password !== '') {
-    throw new WharfError(
-      'VALIDATION_FAILED',
-      { reason: 'webhook must not carry a user name or password (sign deliveries with the webhook secret instead)' },
-      { details: [{ field: 'webhook' }] },
-    );
+    throw bad('webhook must not carry a user name or password (sign deliveries with the webhook secret instead)');
   }
 }
 
