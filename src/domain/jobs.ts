@@ -50,11 +50,22 @@ export const LIMITS = {
 export const MAX_REQUEUES = 10;
 
 /**
- * Whether a job released from its worker fails instead of going back to the queue: after `maxAttempts` hand-outs,
- * or, for a release that is the server's own doing (`maxAttempts` null), after MAX_REQUEUES requeues.
+ * A running job taken from its worker `workerId` (lost, stopped): FAILED after `maxAttempts` hand-outs, else back in
+ * the queue with `retries + 1`. For a release that is the server's own doing (`maxAttempts` null) the hand-out is not
+ * counted (attempt - 1) and the job fails only after MAX_REQUEUES requeues. Both stores write what this returns.
  */
-export function releaseFails(job: Pick<Job, 'attempt' | 'retries'>, maxAttempts: number | null): boolean {
-  return maxAttempts === null ? job.retries + 1 >= MAX_REQUEUES : job.attempt >= maxAttempts;
+export function releasedJob(job: Job, workerId: string, reason: string, maxAttempts: number | null, now: number): Job {
+  const retries = job.retries + 1;
+  if (maxAttempts === null ? retries >= MAX_REQUEUES : job.attempt >= maxAttempts) {
+    const errorJson = JSON.stringify(
+      maxAttempts === null
+        ? `worker ${workerId} was lost (${reason}) and the job was requeued ${MAX_REQUEUES} times`
+        : `worker ${workerId} was lost (${reason}) on attempt ${job.attempt} of ${maxAttempts}`,
+    );
+    return { ...job, status: 'FAILED', errorJson, completedAt: now, retries };
+  }
+  const attempt = maxAttempts === null ? Math.max(0, job.attempt - 1) : job.attempt;
+  return { ...job, status: 'IN_QUEUE', queuedAt: now, startedAt: null, workerId: null, retries, attempt };
 }
 
 /** How many jobs a take asking for `requested` may hand out: a whole number from 1 to LIMITS.takeBatch. */

@@ -195,7 +195,7 @@ export interface JobStore {
   /**
    * Put the worker's running jobs back into the queue (attempt fenced out, retries + 1), or FAILED after
    * `maxAttempts`. `maxAttempts: null`: the server's own doing (its restart or shutdown stopped the worker), so the
-   * hand-out is not counted (attempt - 1); the job fails only once requeued MAX_REQUEUES times (domain releaseFails). `onlyJobIds` restricts it to those jobs
+   * hand-out is not counted (attempt - 1); the job fails only once requeued MAX_REQUEUES times (domain releasedJob). `onlyJobIds` restricts it to those jobs
    * (a ping showed they were lost); omitted = all.
    */
   releaseWorkerJobs(

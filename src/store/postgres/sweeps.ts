@@ -1,4 +1,4 @@
-import { MAX_REQUEUES, releaseFails, resultsExpireAt, type Job, type TombstoneReason } from '../../domain/index.ts';
+import { releasedJob, resultsExpireAt, type Job, type TombstoneReason } from '../../domain/index.ts';
 import type { JobStore, LeaseSweep, SweptJob } from '../types.ts';
 import type { Conn, Db } from './db.ts';
 import { addStop, clearStreams } from './jobs.ts';
@@ -43,34 +43,21 @@ async function release(
   for (const r of rows.rows) {
     if (onlyJobIds && !onlyJobIds.includes(r.id)) continue;
     const job = toJob(r);
-    if (releaseFails(job, maxAttempts)) {
-      const errorJson = JSON.stringify(
-        maxAttempts === null
-          ? `worker ${workerId} was lost (${reason}) and the job was requeued ${MAX_REQUEUES} times`
-          : `worker ${workerId} was lost (${reason}) on attempt ${job.attempt} of ${maxAttempts}`,
-      );
+    const next = releasedJob(job, workerId, reason, maxAttempts, now);
+    if (next.status === 'FAILED') {
       await c.query(
         `UPDATE jobs SET status = 'FAILED', error = $1, completed_at = $2, results_expire_at = $3, deadline_at = NULL,
            retries = retries + 1 WHERE id = $4`,
-        [errorJson, now, resultsExpireAt(job, now), job.id],
+        [next.errorJson, now, resultsExpireAt(job, now), job.id],
       );
-      sweep.failed.push({ ...job, status: 'FAILED', errorJson, completedAt: now, retries: job.retries + 1 });
+      sweep.failed.push(next);
     } else {
-      const attempt = maxAttempts === null ? Math.max(0, job.attempt - 1) : job.attempt;
       await c.query(
         `UPDATE jobs SET status = 'IN_QUEUE', queued_at = $1, started_at = NULL, deadline_at = NULL, worker_id = NULL,
            output = NULL, retries = retries + 1, attempt = $3 WHERE id = $2`,
-        [now, job.id, attempt],
+        [now, job.id, next.attempt],
       );
-      sweep.requeued.push({
-        ...job,
-        status: 'IN_QUEUE',
-        queuedAt: now,
-        startedAt: null,
-        workerId: null,
-        retries: job.retries + 1,
-        attempt,
-      });
+      sweep.requeued.push(next);
     }
   }
   // Chunks of the lost attempt would interleave with the next attempt's: drop them.

@@ -1,8 +1,7 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import {
-  MAX_REQUEUES,
   pastDeadline,
-  releaseFails,
+  releasedJob,
   resultsExpireAt,
   takeBatchSize,
   type Job,
@@ -394,34 +393,21 @@ export class SqliteJobs {
     for (const r of rows) {
       const job = toJob(r);
       if (onlyJobIds && !onlyJobIds.includes(job.id)) continue;
-      if (releaseFails(job, maxAttempts)) {
-        const errorJson = JSON.stringify(
-          maxAttempts === null
-            ? `worker ${workerId} was lost (${reason}) and the job was requeued ${MAX_REQUEUES} times`
-            : `worker ${workerId} was lost (${reason}) on attempt ${job.attempt} of ${maxAttempts}`,
-        );
+      const next = releasedJob(job, workerId, reason, maxAttempts, now);
+      if (next.status === 'FAILED') {
         this.q(
           `UPDATE jobs SET status = 'FAILED', error = ?, completed_at = ?, results_expire_at = ?, deadline_at = NULL,
              retries = retries + 1 WHERE id = ?`,
-        ).run(errorJson, now, resultsExpireAt(job, now), job.id);
-        sweep.failed.push({ ...job, status: 'FAILED', errorJson, completedAt: now, retries: job.retries + 1 });
+        ).run(next.errorJson, now, resultsExpireAt(job, now), job.id);
+        sweep.failed.push(next);
       } else {
-        const attempt = maxAttempts === null ? Math.max(0, job.attempt - 1) : job.attempt;
         this.q(
           `UPDATE jobs SET status = 'IN_QUEUE', queued_at = ?, started_at = NULL, deadline_at = NULL, worker_id = NULL,
              output = NULL, retries = retries + 1, attempt = ? WHERE id = ?`,
-        ).run(now, attempt, job.id);
+        ).run(now, next.attempt, job.id);
         // Chunks of the lost attempt would interleave with the next attempt's: drop them.
         this.clearStream(job.id);
-        sweep.requeued.push({
-          ...job,
-          status: 'IN_QUEUE',
-          queuedAt: now,
-          startedAt: null,
-          workerId: null,
-          retries: job.retries + 1,
-          attempt,
-        });
+        sweep.requeued.push(next);
       }
     }
     return sweep;
