@@ -2,6 +2,7 @@ import { isFinalStatus, type JobStatus, type QueueReason } from '../../sdk/clien
 import { UsageError } from '../args.ts';
 import type { Command, Context } from '../context.ts';
 import { formatMs } from '../output.ts';
+import type { Spinner } from '../spinner.ts';
 
 const POLL_WAIT_MS = 2000;
 
@@ -86,13 +87,8 @@ export async function waitForJob(
   // /run's answer has no queue reason: ask once at once, so a scale-up shows before the first long poll ends.
   let job: JobStatus = isFinalStatus(first.status) ? first : await ep.status(first.id);
   spinner.start(`${job.id} ${describeJob(job)}`);
-  const onSigint = (): void => {
-    spinner.stop();
-    ctx.out.error(`stopped waiting; job ${job.id} goes on (wharf cancel ${endpointId} ${job.id} to stop it)`);
-    process.exit(130);
-  };
-  process.once('SIGINT', onSigint);
-  try {
+  const interrupted = () => `stopped waiting; job ${job.id} goes on (wharf cancel ${endpointId} ${job.id} to stop it)`;
+  return whileWaiting(ctx, spinner, interrupted, async () => {
     while (!isFinalStatus(job.status)) {
       const left = deadline - Date.now();
       if (left <= 0) {
@@ -102,11 +98,32 @@ export async function waitForJob(
       job = await ep.statusSync(job.id, { wait: Math.max(1000, Math.min(POLL_WAIT_MS, left)) });
       spinner.update(`${job.id} ${describeJob(job)}`);
     }
+    return job;
+  });
+}
+
+/**
+ * Run `wait` with its spinner; Ctrl-C meanwhile stops the spinner, prints `interrupted()` (what happens to the job,
+ * which goes on) and exits 130. The spinner is stopped however `wait` ends.
+ */
+export async function whileWaiting<T>(
+  ctx: Context,
+  spinner: Spinner,
+  interrupted: () => string,
+  wait: () => Promise<T>,
+): Promise<T> {
+  const onSigint = (): void => {
+    spinner.stop();
+    ctx.out.error(interrupted());
+    process.exit(130);
+  };
+  process.once('SIGINT', onSigint);
+  try {
+    return await wait();
   } finally {
     process.off('SIGINT', onSigint);
     spinner.stop();
   }
-  return job;
 }
 
 /** The job did not finish within --max-wait: exit 1, with the command that picks up where this one stopped. */

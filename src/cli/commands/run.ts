@@ -1,7 +1,7 @@
 import { isFinalStatus, type JobStatus } from '../../sdk/client/index.ts';
 import { UsageError } from '../args.ts';
 import type { Command } from '../context.ts';
-import { printJob, readInput, streamJob, waitForJob } from './jobs.ts';
+import { printJob, readInput, streamJob, waitForJob, whileWaiting } from './jobs.ts';
 
 const RUNSYNC_MAX_WAIT_MS = 300_000;
 
@@ -70,20 +70,13 @@ export const runCommand: Command = {
       const window = Math.max(1000, Math.min(maxWait ?? RUNSYNC_MAX_WAIT_MS, RUNSYNC_MAX_WAIT_MS));
       const spinner = ctx.spinner();
       spinner.start(`waiting on /runsync (up to ${Math.round(window / 1000)} s)`);
-      let job: JobStatus;
-      // The job has no id here yet (it comes with the answer): say what happens to it.
-      const onSigint = (): void => {
-        spinner.stop();
-        ctx.out.error('stopped waiting; the job goes on (wharf jobs ' + endpointId + ' lists it)');
-        process.exit(130);
-      };
-      process.once('SIGINT', onSigint);
-      try {
-        job = await ep.runSync(request, { wait: window, timeoutMs: window });
-      } finally {
-        process.off('SIGINT', onSigint);
-        spinner.stop();
-      }
+      // The job has no id here yet (it comes with the answer): say where to find it.
+      let job: JobStatus = await whileWaiting(
+        ctx,
+        spinner,
+        () => `stopped waiting; the job goes on (wharf jobs ${endpointId} lists it)`,
+        () => ep.runSync(request, { wait: window, timeoutMs: window }),
+      );
       // …and when that ran out first, the CLI keeps waiting, now showing the job's status and queue reason, until
       // --max-wait counted from the submission.
       if (!isFinalStatus(job.status)) job = await waitForJob(ctx, endpointId, job, maxWait, started);
