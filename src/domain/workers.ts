@@ -34,7 +34,8 @@ export interface WorkerRecord {
 /**
  * Whether a new job may be handed straight to this worker, waiting in a take, on `endpointId` at `endpointVersion`
  * (the store's hand-off, WorkerGateway): not retired, not of an older endpoint version when managed (rolling update),
- * and not written off by the lease sweeper (its take revives it first, then looks at the queue itself). The
+ * and not written off by the lease sweeper (its take revives it first, then looks at the queue itself). An outdated
+ * managed worker still reads the queue until a worker of the current version is ready (WorkerGateway.take). The
  * PostgreSQL store states the same rule in SQL (store/postgres/jobs.ts, HAND_OFF).
  */
 export function mayHandJobTo(worker: WorkerRecord, endpointId: string, endpointVersion: number): boolean {

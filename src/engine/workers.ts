@@ -192,16 +192,19 @@ export class WorkerGateway implements TakeHandOff {
         // Renewed at every look at the queue, not only when the poll began: a poll may outlive the lease, and a job
         // must not go to a worker whose lease the sweeper already gave up on.
         await this.touch(current);
-        // A managed worker of an older endpoint version finishes what it runs but takes nothing new (rolling
-        // update). The version is read at every look: the endpoint may have changed while this poll waited.
-        // (The first look uses the version the route just read.)
+        // A managed worker of an older endpoint version finishes what it runs but takes nothing new once a worker
+        // of the current version is ready (rolling update). The version is read at every look: the endpoint may
+        // have changed while this poll waited. (The first look uses the version the route just read.)
         const latestVersion = !current.managed
           ? undefined
           : look === 0 && endpointVersion !== undefined
             ? endpointVersion
             : ((await this.store.getEndpoint(null, worker.endpointId))?.version ?? endpointVersion);
-        const outdated = latestVersion !== undefined && current.version < latestVersion;
-        const eligible = !current.retired && !outdated;
+        const superseded =
+          latestVersion !== undefined &&
+          current.version < latestVersion &&
+          (await this.replacedBy(worker.endpointId, latestVersion));
+        const eligible = !current.retired && !superseded;
         // Armed before the queue is read (a job committed in between still wakes it); only a take that will look at
         // the queue may receive a single wake-up.
         waiter = this.bus.arm(topic, deadline - this.clock.now(), signal, eligible);
@@ -231,6 +234,16 @@ export class WorkerGateway implements TakeHandOff {
       waiter?.dispose();
       if (owed || waiter?.woken === true) this.bus.wakeOne(topic);
     }
+  }
+
+  /**
+   * Whether a worker of `version` (or newer) is ready for the endpoint. Until one is, its outdated workers keep
+   * taking jobs: a release that cannot start leaves the old workers serving (the supervisor keeps them until their
+   * replacements are ready), and no job waits out the new version's cold start. Read only by outdated workers.
+   */
+  private async replacedBy(endpointId: string, version: number): Promise<boolean> {
+    const records = await this.store.listWorkers(endpointId);
+    return records.some((r) => !r.retired && r.version >= version && (r.state === 'idle' || r.state === 'running'));
   }
 
   /**

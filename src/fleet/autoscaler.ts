@@ -16,18 +16,27 @@
  *         throttled one already stands for that extra worker (so waiting on capacity does not ratchet up).
  *   - Both: with queued jobs and zero live workers f >= 1 at once — scale from zero must not wait scalerValue.
  * - Stops only ever name `idle` workers; running and initializing workers are never stopped (a running worker
- *   finishes its jobs first; the next ticks see it idle). Precedence when several rules apply:
+ *   finishes its jobs first; the next ticks see it idle).
+ * - Rolling update, surge first: an outdated worker is replaced by starting a current-version worker beside it (a
+ *   surge start, up to one worker beyond workersMax and within `capacity`) and stopping the outdated one only once
+ *   the replacement is ready. While outdated workers are live, current-version workers still initializing are the
+ *   rollout's replacements in flight: the stop rules below do not count them, so an outdated worker never makes way
+ *   for a replacement that has not shown it can start (a broken new template leaves the old workers serving, and
+ *   the supervisor's backoff reports the crash loop).
+ * - Precedence when several rules apply (counting live workers without the replacements in flight):
  *   1. above-max: live workers beyond workersMax stop right away (outdated first, then longest idle), but never so
  *      that fewer than workersMin current-version workers remain (outdated busy ones leave soon anyway).
- *   2. outdated-version (rolling update): an idle worker of an older version stops right away when it is surplus
- *      (live > desired) or when a current-version replacement can be started this tick within `capacity`. When
- *      capacity is 0 and no current-version worker is initializing, one outdated idle worker stops per tick anyway:
- *      its GPUs are probably what the replacement needs, and waiting would stall the update forever.
+ *   2. outdated-version: an idle worker of an older version stops when live workers without it are still at least
+ *      desired (surplus, or its replacement is ready). When capacity is 0 and no current-version worker is
+ *      initializing, one outdated idle worker stops per tick anyway: its GPUs are probably what the replacement
+ *      needs, and waiting would stall the update forever.
  *   3. idle-timeout: idle workers beyond desired whose idleForMs >= idleTimeoutS * 1000, longest idle first, never
  *      below desired, never below workersMin current-version workers, and not while low-priority jobs wait (the idle
  *      worker is what serves them; stopping it would strand them until normal jobs scale up).
  * - start = max(0, desired - live workers left after the stops), capped by `capacity`; the rest show as throttled.
- * - reason: 'rolling-update' when an outdated worker stops; otherwise, when workers start, why desired is what it is
+ *   Then `surge` more: one for each outdated idle worker left that no replacement (in flight or starting now)
+ *   stands for, within what capacity is left and workersMax + 1 live workers.
+ * - reason: 'rolling-update' when an outdated worker stops or a surge starts; otherwise, when workers start, why desired is what it is
  *   ('scale-from-zero' | 'queue-delay' | 'request-count' | 'busy-workers' | 'min-workers' | 'at-max'); otherwise the
  *   first stop's reason ('above-max' | 'idle-timeout'); otherwise the desired reason again ('no-demand' at zero).
  */
@@ -70,7 +79,10 @@ export type ScalingReason = DesiredReason | 'rolling-update' | 'above-max' | 'id
 
 export interface ScalingDecision {
   desired: number;
+  /** Workers to start now, `surge` included. */
   start: number;
+  /** How many of `start` are rolling-update replacements started beside the outdated workers they replace. */
+  surge: number;
   stop: Array<{ workerId: string; reason: StopReason }>;
   reason: ScalingReason;
 }
@@ -148,10 +160,14 @@ export function decideScaling(
   const isCurrent = (w: WorkerView): boolean => w.version >= policy.version;
 
   const live = workers.filter(isLive);
+  const outdatedLive = live.some((w) => !isCurrent(w));
+  // The rollout's replacements in flight: not counted by the stop rules until they are ready.
+  const inFlight = outdatedLive ? live.filter((w) => w.state === 'initializing' && isCurrent(w)).length : 0;
   const stop: ScalingDecision['stop'] = [];
   const stopped = new Set<string>();
   let liveLeft = live.length;
   let currentLeft = live.filter(isCurrent).length;
+  const serving = (): number => liveLeft - inFlight;
   const stopWorker = (w: WorkerView, reason: StopReason): void => {
     stop.push({ workerId: w.id, reason });
     stopped.add(w.id);
@@ -165,26 +181,23 @@ export function decideScaling(
     (a, b) => Number(isCurrent(a)) - Number(isCurrent(b)) || longestIdleFirst(a, b),
   );
   for (const w of aboveMaxOrder) {
-    if (liveLeft <= policy.workersMax) break;
+    if (serving() <= policy.workersMax) break;
     if (isCurrent(w) && currentLeft <= min) continue;
-    stopWorker(w, 'above-max');
+    stopWorker(w, isCurrent(w) ? 'above-max' : 'outdated-version');
   }
 
-  // 2. outdated-version: replace idle workers of an older version while current ones can take their place.
+  // 2. outdated-version: an outdated idle worker goes once the workers left without it are enough.
   const outdatedIdle = idleLeft()
     .filter((w) => !isCurrent(w))
     .sort(longestIdleFirst);
   let outdatedStopped = 0;
   for (const w of outdatedIdle) {
-    const surplus = liveLeft > desired;
-    const replaceable = desired - (liveLeft - 1) <= cap;
-    if (!surplus && !replaceable) continue;
+    if (serving() <= desired) break;
     stopWorker(w, 'outdated-version');
     outdatedStopped += 1;
   }
-  const replacementInFlight = live.some((w) => w.state === 'initializing' && isCurrent(w));
   const firstOutdated = outdatedIdle.find((w) => !stopped.has(w.id));
-  if (outdatedStopped === 0 && cap === 0 && !replacementInFlight && firstOutdated !== undefined) {
+  if (outdatedStopped === 0 && cap === 0 && inFlight === 0 && firstOutdated !== undefined) {
     stopWorker(firstOutdated, 'outdated-version');
   }
 
@@ -192,7 +205,7 @@ export function decideScaling(
   if (queue.inQueueLowPriority <= 0) {
     const timeoutMs = policy.idleTimeoutS * 1000;
     for (const w of idleLeft().sort(longestIdleFirst)) {
-      if (liveLeft <= desired) break;
+      if (serving() <= desired) break;
       if (w.idleForMs < timeoutMs) continue;
       if (isCurrent(w) && currentLeft <= min) continue;
       stopWorker(w, 'idle-timeout');
@@ -200,11 +213,15 @@ export function decideScaling(
   }
 
   const start = Math.min(cap, Math.max(0, desired - liveLeft));
-  return { desired, start, stop, reason: summarise(why, start, stop) };
+  // Surge: a replacement for each outdated idle worker left that none in flight or starting now stands for.
+  const unreplaced = idleLeft().filter((w) => !isCurrent(w)).length - inFlight - start;
+  const surgeRoom = Math.max(0, policy.workersMax) + 1 - (liveLeft + start);
+  const surge = Math.max(0, Math.min(unreplaced, cap - start, surgeRoom));
+  return { desired, start: start + surge, surge, stop, reason: summarise(why, start + surge, surge, stop) };
 }
 
-function summarise(why: DesiredReason, start: number, stop: ScalingDecision['stop']): ScalingReason {
-  if (stop.some((s) => s.reason === 'outdated-version')) return 'rolling-update';
+function summarise(why: DesiredReason, start: number, surge: number, stop: ScalingDecision['stop']): ScalingReason {
+  if (surge > 0 || stop.some((s) => s.reason === 'outdated-version')) return 'rolling-update';
   const first = stop[0];
   if (start > 0 || first === undefined) return why;
   return first.reason === 'outdated-version' ? 'rolling-update' : first.reason;

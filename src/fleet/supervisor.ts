@@ -298,10 +298,11 @@ export class Supervisor {
         toStart--;
       }
     }
-    // Workers still stopping hold their process (and GPU) until they are gone: workersMax counts them.
+    // Workers still stopping hold their process (and GPU) until they are gone: workersMax counts them. A rolling
+    // update's surge may go one beyond it (the outdated worker stops once its replacement is ready).
     let alive = 0;
     for (const m of this.managed.values()) if (m.endpointId === endpointId && !m.standby) alive++;
-    const room = Math.max(0, endpoint.workersMax - alive);
+    const room = Math.max(0, endpoint.workersMax + (decision.surge > 0 ? 1 : 0) - alive);
     const heldForStops = Math.max(0, toStart - room);
     toStart -= heldForStops;
     const backoff = decideBackoff(this.historyOf(endpointId), now);

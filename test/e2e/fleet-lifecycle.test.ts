@@ -1,5 +1,6 @@
 // The life of real worker processes under the supervisor: graceful shutdown of the server while a job runs, a
-// rolling update when the endpoint changes, and FlashBoot's standby worker.
+// rolling update when the endpoint changes (surge first: a broken release leaves the old worker serving), and
+// FlashBoot's standby worker.
 
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -103,6 +104,51 @@ it('rolls workers on an endpoint change: new jobs go to a new-version worker, th
   await waitUntil(async () => (await t!.workers(ep)).every((w) => w.id !== oldWorker), 5_000);
   expect(t.pids()).toEqual([newPid]);
   expect((await t.workers(ep)).map((w) => w.id)).toEqual([q.workerId]);
+});
+
+it('a rollout to a template that cannot start keeps the old worker serving; the fixed one then replaces it', async () => {
+  t = await startFleet();
+  const ep = await t.endpoint({ workersMin: 1, workersMax: 1, idleTimeout: 60 });
+  const first = await t.waitJob(ep, await t.run(ep, { n: 'v1' }));
+  expect(first.status).toBe('COMPLETED');
+  const oldWorker = first.workerId as string;
+  const [oldPid] = t.pids();
+
+  // The new template exits at once: its replacement starts beside the old worker and fails, again and again.
+  const templateId = (await t.api('GET', `/v1/endpoints/${ep}`)).json.templateId as string;
+  const broken = await t.api('PATCH', `/v1/templates/${templateId}`, {
+    dockerStartCmd: ['node', '-e', 'console.error("boom: bad release"); process.exit(1)'],
+  });
+  expect(broken.status).toBe(200);
+  let h: any;
+  await waitUntil(
+    async () => {
+      h = await t!.health(ep);
+      return h.scaling?.reason === 'crash-loop';
+    },
+    15_000,
+    () => JSON.stringify(h),
+  );
+  expect(h.scaling.message).toContain('boom: bad release');
+  // Before surge-first updates, the old worker was stopped as soon as its replacement could start: no worker at all.
+  expect(isAlive(oldPid!)).toBe(true);
+  const during = await t.waitJob(ep, await t.run(ep, { n: 'during the failed rollout' }), 10_000);
+  expect(during).toMatchObject({ status: 'COMPLETED', workerId: oldWorker });
+
+  // The fixed template replaces it: the new worker is up before the old one goes.
+  const fixed = await t.api('PATCH', `/v1/templates/${templateId}`, {
+    dockerStartCmd: ['node', 'worker.ts'],
+    env: { WHARF_WORKER_RETRY_BASE_MS: '100', MODEL: 'v3' },
+  });
+  expect(fixed.status).toBe(200);
+  await waitUntil(() => !isAlive(oldPid!), 20_000);
+  const [newPid] = t.pids();
+  expect(newPid).not.toBe(oldPid);
+  expect(environ(newPid!)).toContain('MODEL=v3');
+  const after = await t.waitJob(ep, await t.run(ep, { n: 'after the fix' }), 10_000);
+  expect(after.status).toBe('COMPLETED');
+  expect(after.workerId).not.toBe(oldWorker);
+  expect(t.pids()).toEqual([newPid]);
 });
 
 it('FlashBoot keeps a standby worker after idleTimeout; a job then starts faster than a cold start', async () => {

@@ -221,11 +221,47 @@ const cases: Case[] = [
     expect: { desired: 1, start: 0, stop: [{ workerId: 'c', reason: 'above-max' }] },
   },
   {
-    name: 'rolling update replaces an idle outdated worker when capacity allows',
+    name: 'rolling update starts a replacement beside an idle outdated worker (surge), stopping nothing yet',
     policy: { workersMin: 1, version: 2 },
     workers: [w('old', 'idle', { idleForMs: 1 })],
     capacity: 1,
-    expect: { desired: 1, start: 1, stop: [{ workerId: 'old', reason: 'outdated-version' }], reason: 'rolling-update' },
+    expect: { desired: 1, start: 1, surge: 1, stop: [], reason: 'rolling-update' },
+  },
+  {
+    name: 'rolling update keeps the outdated worker while its replacement initializes',
+    policy: { workersMin: 1, workersMax: 1, version: 2 },
+    workers: [w('old', 'idle', { idleForMs: 1 }), w('new', 'initializing', { version: 2 })],
+    capacity: 5,
+    expect: { desired: 1, start: 0, surge: 0, stop: [] },
+  },
+  {
+    name: 'rolling update stops the outdated worker once its replacement is ready, even at workersMax',
+    policy: { workersMin: 1, workersMax: 1, version: 2 },
+    workers: [w('old', 'idle', { idleForMs: 1 }), w('new', 'idle', { version: 2 })],
+    capacity: 5,
+    expect: { desired: 1, start: 0, surge: 0, stop: [{ workerId: 'old', reason: 'outdated-version' }] },
+  },
+  {
+    name: 'surge goes at most one worker beyond workersMax',
+    policy: { workersMin: 3, workersMax: 3, version: 2 },
+    workers: [w('o1', 'idle'), w('o2', 'idle'), w('o3', 'idle')],
+    capacity: 5,
+    expect: { desired: 3, start: 1, surge: 1, stop: [], reason: 'rolling-update' },
+  },
+  {
+    name: 'surge below workersMax replaces several outdated workers at once, within capacity',
+    policy: { workersMin: 3, workersMax: 6, version: 2 },
+    workers: [w('o1', 'idle'), w('o2', 'idle'), w('o3', 'idle'), w('n1', 'initializing', { version: 2 })],
+    capacity: 1,
+    expect: { desired: 3, start: 1, surge: 1, stop: [] },
+  },
+  {
+    name: 'busy outdated workers get no surge: they are replaced when they go idle',
+    policy: { workersMin: 1, version: 2 },
+    queue: { inProgress: 1 },
+    workers: [w('old', 'running')],
+    capacity: 5,
+    expect: { desired: 1, start: 0, surge: 0, stop: [] },
   },
   {
     name: 'rolling update without capacity frees one outdated worker',
@@ -339,6 +375,7 @@ describe('decideScaling — invariants over random inputs', () => {
       expect(Number.isInteger(d.start) && d.start >= 0 && d.start <= capacity, ctx).toBe(true);
 
       const byId = new Map(workers.map((x) => [x.id, x]));
+      const current = (x: WorkerView): boolean => x.version >= p.version;
       const stopped = new Set(d.stop.map((s) => s.workerId));
       expect(stopped.size, ctx).toBe(d.stop.length);
       for (const s of d.stop) {
@@ -350,8 +387,23 @@ describe('decideScaling — invariants over random inputs', () => {
 
       const live = workers.filter((x) => LIVE.has(x.state));
       const liveAfter = live.filter((x) => !stopped.has(x.id));
-      const current = (x: WorkerView): boolean => x.version >= p.version;
-      if (d.start > 0) expect(liveAfter.length + d.start, ctx).toBeLessThanOrEqual(d.desired);
+      const normalStart = d.start - d.surge;
+      if (normalStart > 0) expect(liveAfter.length + normalStart, ctx).toBeLessThanOrEqual(d.desired);
+      if (d.surge > 0) {
+        // A surge only replaces outdated idle workers left running, and stays within workersMax + 1.
+        const outdatedIdleLeft = liveAfter.filter((x) => x.state === 'idle' && !current(x)).length;
+        expect(d.surge, ctx).toBeLessThanOrEqual(outdatedIdleLeft);
+        expect(liveAfter.length + d.start, ctx).toBeLessThanOrEqual(p.workersMax + 1);
+        expect(d.reason, ctx).toBe('rolling-update');
+      }
+      // An outdated idle worker stops only when the live workers left, not counting replacements still initializing,
+      // cover desired, or (capacity 0, no replacement in flight) to free its slot.
+      if (live.some((x) => !current(x)) && capacity > 0) {
+        const ready = liveAfter.filter((x) => !(x.state === 'initializing' && current(x))).length;
+        if (d.stop.some((s) => byId.get(s.workerId)!.version < p.version)) {
+          expect(ready, ctx).toBeGreaterThanOrEqual(Math.min(d.desired, p.workersMax));
+        }
+      }
       expect(liveAfter.filter(current).length, ctx).toBeGreaterThanOrEqual(
         Math.min(p.workersMin, live.filter(current).length),
       );
