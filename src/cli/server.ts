@@ -151,6 +151,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       logs,
       fleetStatus,
       metrics,
+      webhookPrivateTargets: config.webhookPrivateTargets,
     },
     {
       logLevel: opts.silent ? 'silent' : config.logLevel,
@@ -184,6 +185,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     retryDelayMs: config.webhookRetryDelayMs,
     timeoutMs: config.webhookTimeoutMs,
     concurrency: config.webhookConcurrency,
+    privateTargets: config.webhookPrivateTargets,
   });
   webhooks.onError = (error) => app.log.error({ err: error }, 'webhook delivery failed');
   webhooks.onAttempt = (endpointId, state) => metrics.webhookAttempt(endpointId, state);

@@ -404,6 +404,15 @@ export const SETTINGS = [
     doc: 'Webhook attempts in flight at once on this node.',
   },
   {
+    key: 'webhookPrivateTargets',
+    flag: '--webhook-private-targets',
+    env: 'WHARF_WEBHOOK_PRIVATE_TARGETS',
+    kind: 'enum',
+    default: 'admins',
+    values: ['admins', 'all', 'none'],
+    doc: 'Whose webhooks may go to private addresses (loopback, private networks, link-local, cloud metadata), which the server reaches from inside its network: admin users only, every user (one trusted team), or nobody.',
+  },
+  {
     key: 'rateLimits',
     flag: '--rate-limits',
     env: 'WHARF_RATE_LIMITS',

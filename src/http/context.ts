@@ -11,6 +11,7 @@ import type {
 import type { FleetStatus, LogBook } from '../fleet/index.ts';
 import type { WharfMetrics } from '../metrics/index.ts';
 import type { Store } from '../store/index.ts';
+import type { PrivateTargets } from '../webhooks/index.ts';
 
 /** What the routes need; built once by the server (src/cli/serve.ts) or by tests. */
 export interface AppDeps {
@@ -27,6 +28,8 @@ export interface AppDeps {
   /** Why an endpoint's jobs wait (absent when no supervisor runs here). */
   fleetStatus?: (endpointId: string) => FleetStatus;
   logs?: LogBook;
+  /** Whose webhooks may go to private addresses (src/webhooks/targets.ts); absent = admins. */
+  webhookPrivateTargets?: PrivateTargets;
   /** Prometheus metrics (GET /metrics and the HTTP hooks); absent = the app makes its own (no cold starts then). */
   metrics?: WharfMetrics;
 }

@@ -4,6 +4,7 @@ import { coerceError } from '../errors/index.ts';
 import type { Store, WebhookDelivery, WebhookDeliveryState } from '../store/index.ts';
 import { webhookSecretOf } from './secrets.ts';
 import { signPayload } from './signature.ts';
+import { mayReachPrivate, postWebhook, PrivateTargetError, type PrivateTargets } from './targets.ts';
 
 export interface WebhookDelivererOptions {
   /** Pause between a failed attempt and the next (interface §6: 10 s). */
@@ -18,6 +19,8 @@ export interface WebhookDelivererOptions {
   pollMs?: number;
   /** How long finished deliveries stay readable in the delivery log. */
   keepMs?: number;
+  /** Whose webhooks may go to private addresses (targets.ts); default admins. */
+  privateTargets?: PrivateTargets;
 }
 
 /** A claim outlives the attempt's timeout by this much, so a live claimant always records before it lapses. */
@@ -59,6 +62,7 @@ export class WebhookDeliverer {
       maxAttempts: 3,
       pollMs: Math.min(1000, Math.max(10, opts.retryDelayMs)),
       keepMs: 24 * 3_600_000,
+      privateTargets: 'admins',
       ...opts,
     };
   }
@@ -172,15 +176,17 @@ export class WebhookDeliverer {
     }
     const body = statusBody(d.job, d.job.completedAt ?? d.createdAt);
     const timestamp = Math.floor(at / 1000);
+    const publicOnly = !mayReachPrivate(this.opts.privateTargets, await this.ownerIsAdmin(d.userId));
     const timeout = AbortSignal.timeout(this.opts.timeoutMs);
     const started = performance.now();
     let statusCode: number | null = null;
     let error: string | null = null;
+    // A refused private target stays refused: no retry.
+    let refused = false;
     try {
-      const res = await fetch(d.url, {
-        method: 'POST',
-        // Redirects are never followed: a receiver cannot bounce the signed payload to another address.
-        redirect: 'manual',
+      statusCode = await postWebhook({
+        url: d.url,
+        publicOnly,
         signal: AbortSignal.any([timeout, this.abort.signal]),
         headers: {
           'content-type': 'application/json',
@@ -193,9 +199,6 @@ export class WebhookDeliverer {
         },
         body,
       });
-      statusCode = res.status;
-      // The answer's body is not needed; drop it so the connection is freed.
-      await res.body?.cancel().catch(() => {});
       if (statusCode !== 200) {
         error =
           statusCode >= 300 && statusCode < 400
@@ -209,11 +212,17 @@ export class WebhookDeliverer {
         return;
       }
       error = timeout.aborted ? `no answer within ${this.opts.timeoutMs} ms` : describe(thrown);
+      refused = thrown instanceof PrivateTargetError;
     }
     const durationMs = Math.round(performance.now() - started);
     const state: WebhookDeliveryState =
-      statusCode === 200 ? 'delivered' : attempt >= this.opts.maxAttempts ? 'failed' : 'pending';
+      statusCode === 200 ? 'delivered' : refused || attempt >= this.opts.maxAttempts ? 'failed' : 'pending';
     await this.finish(d, attempt, at, durationMs, statusCode, error, state);
+  }
+
+  private async ownerIsAdmin(userId: string | null): Promise<boolean> {
+    if (this.opts.privateTargets !== 'admins' || userId === null) return false;
+    return (await this.store.getUser(userId))?.isAdmin === true;
   }
 
   private async finish(
@@ -240,7 +249,7 @@ export class WebhookDeliverer {
   }
 }
 
-/** fetch failures arrive as `TypeError: fetch failed` with the network error as cause. */
+/** A network error, with its cause when it has one. */
 function describe(thrown: unknown): string {
   const error = coerceError(thrown);
   const cause = error.cause as { code?: string; message?: string } | undefined;

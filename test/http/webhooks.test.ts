@@ -81,22 +81,25 @@ afterAll(async () => {
   await receiver.close();
 });
 
-async function submit(s: TestServer, endpointId: string, webhook: string, policy?: unknown): Promise<string> {
+/** What the helpers below need: the test server, or a tenant's view of it (its own key). */
+type Client = Pick<TestServer, 'api' | 'url' | 'key'>;
+
+async function submit(s: Client, endpointId: string, webhook: string, policy?: unknown): Promise<string> {
   const res = await s.api('POST', `/v2/${endpointId}/run`, { input: { n: 1 }, webhook, ...(policy ? { policy } : {}) });
   expect(res.status, res.text).toBe(200);
   return res.json.id as string;
 }
 
 /** Submit, take and finish one job with the given worker post; returns the job id. */
-async function finished(s: TestServer, endpointId: string, webhook: string, post: unknown): Promise<string> {
+async function finished(s: Client, endpointId: string, webhook: string, post: unknown): Promise<string> {
   const id = await submit(s, endpointId, webhook);
-  const w = protocolWorker(s, endpointId, `w-hook-${++workerSeq}`);
+  const w = protocolWorker(s, endpointId, `w-hook-${++workerSeq}`, s.key);
   expect((await w.take()).json.id).toBe(id);
   expect((await w.done(id, post)).status).toBe(200);
   return id;
 }
 
-async function deliveries(s: TestServer, endpointId: string, jobId: string): Promise<any[]> {
+async function deliveries(s: Client, endpointId: string, jobId: string): Promise<any[]> {
   const res = await s.api('GET', `/v2/${endpointId}/webhooks/${jobId}`);
   expect(res.status, res.text).toBe(200);
   return res.json.deliveries;
@@ -273,6 +276,90 @@ describe('the signing secret', () => {
     const res = await t.api('GET', '/v1/webhook-secret', undefined, { key });
     expect(res.status).toBe(401);
     expect(res.json.code).toBe('FORBIDDEN');
+  });
+});
+
+describe('private targets (webhookPrivateTargets, default admins)', () => {
+  async function tenant(s: TestServer) {
+    const created = await s.api('POST', '/v1/users', { name: `hook-tenant-${++workerSeq}` });
+    expect(created.status, created.text).toBe(200);
+    const key = created.json.key as string;
+    const as = { url: s.url, key, api: (m: string, p: string, b?: unknown) => s.api(m, p, b, { key }) };
+    return { as, ep: await createEndpoint(as) };
+  }
+
+  it('a user who is not an admin cannot name a private address: 400 at submission, for /run and /runsync', async () => {
+    const { as, ep } = await tenant(t);
+    const before = receiver.received.length;
+    for (const webhook of [
+      receiver.url('/ok'),
+      'http://localhost:9/hook',
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[::1]:8080/',
+      'http://10.0.0.8/hook',
+    ]) {
+      for (const route of ['run', 'runsync']) {
+        const res = await as.api('POST', `/v2/${ep}/${route}`, { input: { n: 1 }, webhook });
+        expect(res.status, `${route} ${webhook}: ${res.text}`).toBe(400);
+        expect(res.json.code).toBe('VALIDATION_FAILED');
+        expect(res.json.message).toMatch(/private, loopback or link-local|the server itself/);
+        expect(res.json.message).toContain('WHARF_WEBHOOK_PRIVATE_TARGETS');
+        expect(res.json.details).toEqual([expect.objectContaining({ field: 'webhook' })]);
+      }
+    }
+    // Nothing was queued, nothing sent; a public URL is accepted (its delivery is not awaited here).
+    expect((await as.api('GET', `/v2/${ep}/health`)).json.jobs.inQueue).toBe(0);
+    expect((await as.api('POST', `/v2/${ep}/run`, { input: {}, webhook: 'https://hooks.example.com/x' })).status).toBe(
+      200,
+    );
+    expect(receiver.received.length).toBe(before);
+  });
+
+  it('a host name that resolves to a private address is refused when delivered: failed at once, nothing sent', async () => {
+    const { as, ep } = await tenant(t);
+    // The route only sees names; the address is checked at the connection (a name may resolve differently later).
+    const endpoint = (await t.server.store.getEndpoint(null, ep))!;
+    const port = new URL(receiver.url('/')).port;
+    const job = await t.server.engine.submit(
+      endpoint,
+      { input: { n: 1 }, webhook: `http://localhost:${port}/ok` },
+      'async',
+    );
+    const w = protocolWorker(as, ep, `w-hook-${++workerSeq}`, as.key);
+    expect((await w.take()).json.id).toBe(job.id);
+    expect((await w.done(job.id, { output: 1 })).status).toBe(200);
+    let d: any[] = [];
+    await vi.waitFor(async () => {
+      d = await deliveries(as, ep, job.id);
+      expect(d[0]?.state).toBe('failed');
+    }, WAIT);
+    expect(d[0].attempts).toHaveLength(1);
+    expect(d[0].attempts[0]).toMatchObject({
+      statusCode: null,
+      error: expect.stringMatching(/localhost resolves to a private/),
+    });
+    expect(receiver.forJob(job.id)).toEqual([]);
+  });
+
+  it('the admin may (default), and so may everyone with webhookPrivateTargets=all; with none nobody may', async () => {
+    // The admin's loopback deliveries are what every test above does. With `all`, a tenant's goes out too.
+    const open = await startTestServer({ webhookRetryDelayMs: RETRY_MS, webhookPrivateTargets: 'all' });
+    try {
+      const { as, ep } = await tenant(open);
+      const id = await finished(as, ep, receiver.url('/ok'), { output: 1 });
+      await vi.waitFor(() => expect(receiver.forJob(id)).toHaveLength(1), WAIT);
+    } finally {
+      await open.close();
+    }
+    const closed = await startTestServer({ webhookPrivateTargets: 'none' });
+    try {
+      const ep = await createEndpoint(closed);
+      const res = await closed.api('POST', `/v2/${ep}/run`, { input: {}, webhook: receiver.url('/ok') });
+      expect(res.status).toBe(400);
+      expect(res.json.message).toMatch(/127\.0\.0\.1 is a private/);
+    } finally {
+      await closed.close();
+    }
   });
 });
 

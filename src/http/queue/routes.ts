@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { LIMITS, POLICY, type Endpoint } from '../../domain/index.ts';
+import { LIMITS, POLICY, type Endpoint, type User } from '../../domain/index.ts';
 import { endpointHealth, statusBody, streamBody, type Principal, type Submission } from '../../engine/index.ts';
 import { WharfError } from '../../errors/index.ts';
+import { mayReachPrivate, PrivateTargetError, privateLiteral, type PrivateTargets } from '../../webhooks/index.ts';
 import { authenticate, requireUser, type Access } from '../plugins/auth.ts';
 import { bindLog } from '../plugins/observability.ts';
 import { clientGone, sendJson, type AppDeps } from '../context.ts';
@@ -11,7 +12,7 @@ import { EndpointParams, JobParams, RunsyncQuery, StatusQuery, SubmitBody, WaitQ
 type EP = { endpointId: string };
 type JP = { endpointId: string; jobId: string };
 
-function checkWebhook(url: string | undefined): void {
+function checkWebhook(url: string | undefined, owner: User, privateTargets: PrivateTargets): void {
   if (url === undefined) return;
   const bad = (reason: string) => new WharfError('VALIDATION_FAILED', { reason }, { details: [{ field: 'webhook' }] });
   let parsed: URL;
@@ -21,25 +22,29 @@ function checkWebhook(url: string | undefined): void {
     throw bad('webhook must be an absolute http(s) URL');
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw bad('webhook must use http or https');
-  // fetch refuses such a URL, so it could never be delivered; and the password would be kept in the delivery log.
+  // The password would be kept in the delivery log; deliveries are signed instead.
   if (parsed.username !== '' || parsed.password !== '') {
     throw bad('webhook must not carry a user name or password (sign deliveries with the webhook secret instead)');
   }
+  // A host name is checked when it is resolved, at delivery (its address may change until then).
+  const literal = mayReachPrivate(privateTargets, owner.isAdmin) ? null : privateLiteral(parsed, true);
+  if (literal !== null) throw bad(new PrivateTargetError(`webhook: ${literal}`).message);
 }
 
 /** The queue API of interface §4.1 under /v2/{endpointId}. Every success is HTTP 200 (the JS SDK insists). */
 export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
   const { engine, accounts, resources } = deps;
+  const privateTargets = deps.webhookPrivateTargets ?? 'admins';
 
   async function endpointFor(
     request: FastifyRequest<{ Params: EP }>,
     access: Access,
-  ): Promise<{ endpoint: Endpoint; principal: Principal }> {
+  ): Promise<{ endpoint: Endpoint; principal: Principal; owner: User }> {
     const principal = await authenticate(accounts, request);
     const endpointId = request.params.endpointId;
     const user = requireUser(principal, access, endpointId);
     const endpoint = await resources.getEndpoint(user.user.id, endpointId);
-    return { endpoint, principal };
+    return { endpoint, principal, owner: user.user };
   }
 
   /** The stream cursor belongs to the caller's key: two clients reading one stream each see every chunk. */
@@ -51,8 +56,8 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
     '/v2/:endpointId/run',
     { ...post, bodyLimit: LIMITS.runBodyBytes },
     async (request, reply) => {
-      const { endpoint } = await endpointFor(request, 'write');
-      checkWebhook(request.body.webhook);
+      const { endpoint, owner } = await endpointFor(request, 'write');
+      checkWebhook(request.body.webhook, owner, privateTargets);
       const job = await engine.submit(endpoint, request.body, 'async');
       bindLog(request, reply, { jobId: job.id });
       return sendJson(reply, `{"id":${JSON.stringify(job.id)},"status":"IN_QUEUE"}`);
@@ -63,8 +68,8 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
     '/v2/:endpointId/runsync',
     { ...post, schema: { ...post.schema, querystring: RunsyncQuery }, bodyLimit: LIMITS.runsyncBodyBytes },
     async (request, reply) => {
-      const { endpoint } = await endpointFor(request, 'write');
-      checkWebhook(request.body.webhook);
+      const { endpoint, owner } = await endpointFor(request, 'write');
+      checkWebhook(request.body.webhook, owner, privateTargets);
       const waitGiven = request.query.wait !== undefined;
       const job = await engine.submit(endpoint, request.body, 'sync', waitGiven);
       bindLog(request, reply, { jobId: job.id });

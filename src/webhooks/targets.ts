@@ -1,0 +1,155 @@
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { BlockList, isIP } from 'node:net';
+
+/**
+ * Who may have webhooks delivered to private addresses (loopback, private networks, link-local, cloud metadata):
+ * `admins` (default), `all` (one trusted team) or `none`. A webhook is posted by the server, from inside its
+ * network: without this rule any user could make it reach internal services and read, in the delivery log, which
+ * ports answer.
+ */
+export type PrivateTargets = 'admins' | 'all' | 'none';
+
+export function mayReachPrivate(policy: PrivateTargets, isAdmin: boolean): boolean {
+  return policy === 'all' || (policy === 'admins' && isAdmin);
+}
+
+/** Addresses a server must not be made to reach on a user's behalf (IANA special-purpose registries). */
+const PRIVATE = new BlockList();
+for (const [net, prefix] of [
+  ['0.0.0.0', 8], // "this network"
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10], // carrier-grade NAT
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16], // link-local, cloud metadata services
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15], // benchmarking
+  ['224.0.0.0', 4], // multicast
+  ['240.0.0.0', 4], // reserved, broadcast
+] as const) {
+  PRIVATE.addSubnet(net, prefix, 'ipv4');
+}
+for (const [net, prefix] of [
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7], // unique local
+  ['fe80::', 10], // link-local
+  ['ff00::', 8], // multicast
+] as const) {
+  PRIVATE.addSubnet(net, prefix, 'ipv6');
+}
+
+/** Whether `address` (an IP literal) is loopback, private, link-local or otherwise not a public unicast address. */
+export function isPrivateAddress(address: string): boolean {
+  const bare = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
+  const family = isIP(bare);
+  if (family === 4) return PRIVATE.check(bare, 'ipv4');
+  if (family !== 6) return false;
+  // An IPv4 address written as IPv6 (::ffff:10.0.0.1, or the NAT64 prefix) reaches that IPv4 address.
+  const embedded = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/i.exec(bare)?.[1];
+  if (embedded !== undefined) return PRIVATE.check(embedded, 'ipv4');
+  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(bare);
+  if (hex) {
+    const n = (parseInt(hex[1]!, 16) << 16) | parseInt(hex[2]!, 16);
+    return PRIVATE.check([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.'), 'ipv4');
+  }
+  return PRIVATE.check(bare, 'ipv6');
+}
+
+/**
+ * The reason a webhook URL names a private target by itself, without a DNS lookup: an IP literal in a private range
+ * or, with `names`, localhost. Null when it does not. (A name is checked for good when the connection resolves it.)
+ */
+export function privateLiteral(url: URL, names = false): string | null {
+  const host = url.hostname.toLowerCase().replace(/\.$/, '');
+  if (names && (host === 'localhost' || host.endsWith('.localhost'))) return `${host} is the server itself`;
+  if (isPrivateAddress(host)) return `${host} is a private, loopback or link-local address`;
+  return null;
+}
+
+export class PrivateTargetError extends Error {
+  readonly code = 'PRIVATE_TARGET';
+  constructor(why: string) {
+    super(
+      `${why}; webhooks to such addresses are sent for admin users only, unless WHARF_WEBHOOK_PRIVATE_TARGETS says otherwise`,
+    );
+  }
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * A `lookup` for sockets (node:net) that refuses host names resolving to a private address. The check is on the
+ * addresses the connection then uses, so a name that resolves differently on a second look (DNS rebinding) cannot
+ * slip past. Any private address in the answer refuses the name.
+ */
+export function publicOnlyLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
+  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+    if (error) {
+      callback(error, []);
+      return;
+    }
+    if (addresses.length === 0) {
+      callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []);
+      return;
+    }
+    if (addresses.some((a) => isPrivateAddress(a.address))) {
+      callback(new PrivateTargetError(`${hostname} resolves to a private, loopback or link-local address`), []);
+      return;
+    }
+    if (options.all) callback(null, addresses);
+    else callback(null, addresses[0]!.address, addresses[0]!.family);
+  });
+}
+
+const agents = {
+  any: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) },
+  publicOnly: {
+    http: new HttpAgent({ keepAlive: true, lookup: publicOnlyLookup }),
+    https: new HttpsAgent({ keepAlive: true, lookup: publicOnlyLookup }),
+  },
+};
+
+export interface WebhookPost {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  signal: AbortSignal;
+  /** Refuse private targets: an IP literal at once, a host name when it resolves to one. */
+  publicOnly: boolean;
+}
+
+/**
+ * POST a webhook once and resolve with the answer's status code. Redirects are never followed (node:http does not),
+ * so a receiver cannot bounce the signed payload elsewhere; the answer's body is drained, not read.
+ */
+export function postWebhook(p: WebhookPost): Promise<number> {
+  const url = new URL(p.url);
+  if (p.publicOnly) {
+    const literal = privateLiteral(url);
+    if (literal !== null) return Promise.reject(new PrivateTargetError(literal));
+  }
+  const https = url.protocol === 'https:';
+  const pool = p.publicOnly ? agents.publicOnly : agents.any;
+  return new Promise<number>((resolve, reject) => {
+    const req = (https ? httpsRequest : httpRequest)(
+      url,
+      {
+        method: 'POST',
+        headers: { ...p.headers, 'content-length': String(Buffer.byteLength(p.body)) },
+        signal: p.signal,
+        agent: https ? pool.https : pool.http,
+      },
+      (res) => {
+        res.on('error', () => {}); // cut off after the status was read: nothing left to report
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.on('error', reject);
+    req.end(p.body);
+  });
+}
