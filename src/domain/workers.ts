@@ -32,17 +32,16 @@ export interface WorkerRecord {
 }
 
 /**
- * Whether a new job may be handed straight to this worker, waiting in a take, on `endpointId` at `endpointVersion`
- * (the store's hand-off, WorkerGateway): not retired, not of an older endpoint version when managed (rolling update),
- * and not written off by the lease sweeper (its take revives it first, then looks at the queue itself). An outdated
- * managed worker still reads the queue until a worker of the current version is ready (WorkerGateway.take). The
- * PostgreSQL store states the same rule in SQL (store/postgres/jobs.ts, HAND_OFF).
+ * Whether a new job may be handed straight to this worker, waiting in a take, on `endpointId` (the store's
+ * hand-off, WorkerGateway): not retired (a worker of an older endpoint version is retired by its supervisor once its
+ * replacement is ready, and takes jobs until then), and not written off by the lease sweeper (its take revives it
+ * first, then looks at the queue itself). The PostgreSQL store states the same rule in SQL (store/postgres/jobs.ts,
+ * HAND_OFF).
  */
-export function mayHandJobTo(worker: WorkerRecord, endpointId: string, endpointVersion: number): boolean {
+export function mayHandJobTo(worker: WorkerRecord, endpointId: string): boolean {
   return (
     worker.endpointId === endpointId &&
     !worker.retired &&
-    !(worker.managed && worker.version < endpointVersion) &&
     !(worker.state === 'unhealthy' && worker.reason === 'lease-expired')
   );
 }

@@ -45,7 +45,7 @@ export interface TakeHandOff {
    * Reserve a waiting take of this endpoint for one job (in turn, the longest-waiting first; a batch take may be
    * reserved by several submissions of one event-loop turn); null when none is on offer.
    */
-  reserve(endpointId: string, endpointVersion: number): TakeReservation | null;
+  reserve(endpointId: string): TakeReservation | null;
 }
 
 export interface TakeReservation {
@@ -143,7 +143,7 @@ export class JobEngine {
     waitGiven = false,
   ): Promise<Job> {
     const now = this.clock.now();
-    const reservation = this.handOff?.reserve(endpoint.id, endpoint.version) ?? null;
+    const reservation = this.handOff?.reserve(endpoint.id) ?? null;
     let job: Job;
     try {
       job = await this.store.submitJob(

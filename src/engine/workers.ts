@@ -179,7 +179,7 @@ export class WorkerGateway implements TakeHandOff {
    * meanwhile, the client gone, the poll over, the store failing, or jobs found by a look that read the queue before
    * the wake-up's job was committed — hands the wake-up on to the next waiting take.
    */
-  async take(worker: WorkerRecord, max: number, signal?: AbortSignal, endpointVersion?: number): Promise<Job[]> {
+  async take(worker: WorkerRecord, max: number, signal?: AbortSignal): Promise<Job[]> {
     const topic = topics.queue(worker.endpointId);
     const deadline = this.clock.now() + this.opts.takeWaitMs;
     let waiter: Waiter | undefined;
@@ -192,19 +192,9 @@ export class WorkerGateway implements TakeHandOff {
         // Renewed at every look at the queue, not only when the poll began: a poll may outlive the lease, and a job
         // must not go to a worker whose lease the sweeper already gave up on.
         await this.touch(current);
-        // A managed worker of an older endpoint version finishes what it runs but takes nothing new once a worker
-        // of the current version is ready (rolling update). The version is read at every look: the endpoint may
-        // have changed while this poll waited. (The first look uses the version the route just read.)
-        const latestVersion = !current.managed
-          ? undefined
-          : look === 0 && endpointVersion !== undefined
-            ? endpointVersion
-            : ((await this.store.getEndpoint(null, worker.endpointId))?.version ?? endpointVersion);
-        const superseded =
-          latestVersion !== undefined &&
-          current.version < latestVersion &&
-          (await this.replacedBy(worker.endpointId, latestVersion));
-        const eligible = !current.retired && !superseded;
+        // A worker of an older endpoint version (rolling update) takes jobs until its supervisor retires it, once
+        // its replacement is ready (fleet/autoscaler.ts): the retired flag is the one rule, read at every look.
+        const eligible = !current.retired;
         // Armed before the queue is read (a job committed in between still wakes it); only a take that will look at
         // the queue may receive a single wake-up.
         waiter = this.bus.arm(topic, deadline - this.clock.now(), signal, eligible);
@@ -234,16 +224,6 @@ export class WorkerGateway implements TakeHandOff {
       waiter?.dispose();
       if (owed || waiter?.woken === true) this.bus.wakeOne(topic);
     }
-  }
-
-  /**
-   * Whether a worker of `version` (or newer) is ready for the endpoint. Until one is, its outdated workers keep
-   * taking jobs: a release that cannot start leaves the old workers serving (the supervisor keeps them until their
-   * replacements are ready), and no job waits out the new version's cold start. Read only by outdated workers.
-   */
-  private async replacedBy(endpointId: string, version: number): Promise<boolean> {
-    const records = await this.store.listWorkers(endpointId);
-    return records.some((r) => !r.retired && r.version >= version && (r.state === 'idle' || r.state === 'running'));
   }
 
   /**
@@ -295,7 +275,7 @@ export class WorkerGateway implements TakeHandOff {
    * them at once, no later than it would have with the first alone. The takes are reserved in turn (the one that has
    * waited longest first, then the next), so a burst is spread over the idle workers before any gets a second job.
    */
-  reserve(endpointId: string, endpointVersion: number): TakeReservation | null {
+  reserve(endpointId: string): TakeReservation | null {
     const waiting = this.waitingTakes.get(endpointId);
     if (!waiting) return null;
     for (const take of waiting) {
@@ -319,7 +299,7 @@ export class WorkerGateway implements TakeHandOff {
       // As touch(): a lease renewal at most once a second per worker, with the first job a take is handed.
       const touchLease = first && now - (this.lastTouch.get(take.workerId) ?? 0) >= TOUCH_EVERY_MS;
       return {
-        handTo: { workerId: take.workerId, endpointVersion, touchLease },
+        handTo: { workerId: take.workerId, touchLease },
         settle: (job) => {
           if (job && touchLease) this.lastTouch.set(take.workerId, now);
           settle(job);

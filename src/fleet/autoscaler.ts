@@ -16,27 +16,31 @@
  *         throttled one already stands for that extra worker (so waiting on capacity does not ratchet up).
  *   - Both: with queued jobs and zero live workers f >= 1 at once — scale from zero must not wait scalerValue.
  * - Stops only ever name `idle` workers; running and initializing workers are never stopped (a running worker
- *   finishes its jobs first; the next ticks see it idle).
- * - Rolling update, surge first: an outdated worker is replaced by starting a current-version worker beside it (a
- *   surge start, up to one worker beyond workersMax and within `capacity`) and stopping the outdated one only once
- *   the replacement is ready. While outdated workers are live, current-version workers still initializing are the
- *   rollout's replacements in flight: the stop rules below do not count them, so an outdated worker never makes way
- *   for a replacement that has not shown it can start (a broken new template leaves the old workers serving, and
+ *   finishes its jobs first; the next ticks see it idle). `retire` names running workers that take no new job and
+ *   are stopped by the supervisor once their jobs are done; a retiring worker (`retiring`) still holds its slot but
+ *   serves nobody new, so the rules below do not count it.
+ * - Rolling update, surge first: every outdated worker (idle or busy) gets a current-version replacement started
+ *   beside it (a surge start: up to `surgeAllowance(workersMax)` workers beyond workersMax, within `capacity`); an
+ *   outdated worker leaves (stops when idle, retires when busy) only once the workers left without it still cover
+ *   what is needed. Until then it keeps taking jobs. While outdated workers are live, current-version workers still
+ *   initializing are the replacements in flight: the stop rules do not count them, so no outdated worker makes way
+ *   for a replacement that has not shown it can start (a broken new template leaves the old workers serving while
  *   the supervisor's backoff reports the crash loop).
- * - Precedence when several rules apply (counting live workers without the replacements in flight):
- *   1. above-max: live workers beyond workersMax stop right away (outdated first, then longest idle), but never so
- *      that fewer than workersMin current-version workers remain (outdated busy ones leave soon anyway).
- *   2. outdated-version: an idle worker of an older version stops when live workers without it are still at least
- *      desired (surplus, or its replacement is ready). When capacity is 0 and no current-version worker is
- *      initializing, one outdated idle worker stops per tick anyway: its GPUs are probably what the replacement
- *      needs, and waiting would stall the update forever.
+ * - Precedence when several rules apply (counting serving workers without the replacements in flight):
+ *   1. above-max: workers beyond workersMax leave right away: outdated idle, then outdated busy (retired), then the
+ *      longest idle current ones, but never so that fewer than workersMin current-version workers remain.
+ *   2. outdated-version: outdated workers leave while the workers left without them are still at least desired
+ *      (surplus, or their replacements are ready): idle ones first, then the least busy. When capacity is 0 and no
+ *      current-version worker is initializing, one outdated idle worker stops per tick anyway: its GPUs are probably
+ *      what the replacement needs, and waiting would stall the update forever (so on a full GPU host a release that
+ *      cannot start can still leave fewer workers).
  *   3. idle-timeout: idle workers beyond desired whose idleForMs >= idleTimeoutS * 1000, longest idle first, never
  *      below desired, never below workersMin current-version workers, and not while low-priority jobs wait (the idle
  *      worker is what serves them; stopping it would strand them until normal jobs scale up).
- * - start = max(0, desired - live workers left after the stops), capped by `capacity`; the rest show as throttled.
- *   Then `surge` more: one for each outdated idle worker left that no replacement (in flight or starting now)
- *   stands for, within what capacity is left and workersMax + 1 live workers.
- * - reason: 'rolling-update' when an outdated worker stops or a surge starts; otherwise, when workers start, why desired is what it is
+ * - start = max(0, desired - serving workers left after the rules), capped by `capacity`; the rest show as
+ *   throttled. Then `surge` more: current-version workers still short of desired (one per outdated worker left),
+ *   within what capacity is left and workersMax + surgeAllowance live workers (retiring ones included).
+ * - reason: 'rolling-update' when an outdated worker stops or retires or a surge starts; otherwise, when workers start, why desired is what it is
  *   ('scale-from-zero' | 'queue-delay' | 'request-count' | 'busy-workers' | 'min-workers' | 'at-max'); otherwise the
  *   first stop's reason ('above-max' | 'idle-timeout'); otherwise the desired reason again ('no-demand' at zero).
  */
@@ -68,6 +72,8 @@ export interface WorkerView {
   /** 0 unless idle. */
   idleForMs: number;
   runningJobs: number;
+  /** Retired (rolling update, or it asked to be recycled): finishing its jobs, taking no new one. */
+  retiring?: boolean;
 }
 
 export type StopReason = 'idle-timeout' | 'above-max' | 'outdated-version';
@@ -84,6 +90,8 @@ export interface ScalingDecision {
   /** How many of `start` are rolling-update replacements started beside the outdated workers they replace. */
   surge: number;
   stop: Array<{ workerId: string; reason: StopReason }>;
+  /** Busy outdated workers to retire: they finish their jobs, take no new one, and are stopped when done. */
+  retire: Array<{ workerId: string; reason: StopReason }>;
   reason: ScalingReason;
 }
 
@@ -160,65 +168,81 @@ export function decideScaling(
   const isCurrent = (w: WorkerView): boolean => w.version >= policy.version;
 
   const live = workers.filter(isLive);
-  const outdatedLive = live.some((w) => !isCurrent(w));
-  // The rollout's replacements in flight: not counted by the stop rules until they are ready.
-  const inFlight = outdatedLive ? live.filter((w) => w.state === 'initializing' && isCurrent(w)).length : 0;
+  const serving = live.filter((w) => !w.retiring);
+  const outdatedServing = serving.some((w) => !isCurrent(w));
+  // The rollout's replacements in flight: not counted by the leave rules until they are ready.
+  const inFlight = outdatedServing ? serving.filter((w) => w.state === 'initializing' && isCurrent(w)).length : 0;
   const stop: ScalingDecision['stop'] = [];
-  const stopped = new Set<string>();
-  let liveLeft = live.length;
-  let currentLeft = live.filter(isCurrent).length;
-  const serving = (): number => liveLeft - inFlight;
-  const stopWorker = (w: WorkerView, reason: StopReason): void => {
-    stop.push({ workerId: w.id, reason });
-    stopped.add(w.id);
-    liveLeft -= 1;
+  const retire: ScalingDecision['retire'] = [];
+  const gone = new Set<string>();
+  let servingLeft = serving.length;
+  let currentLeft = serving.filter(isCurrent).length;
+  const counted = (): number => servingLeft - inFlight;
+  const leave = (w: WorkerView, reason: StopReason): void => {
+    (w.state === 'idle' ? stop : retire).push({ workerId: w.id, reason });
+    gone.add(w.id);
+    servingLeft -= 1;
     if (isCurrent(w)) currentLeft -= 1;
   };
-  const idleLeft = (): WorkerView[] => live.filter((w) => w.state === 'idle' && !stopped.has(w.id));
+  const idleLeft = (): WorkerView[] => serving.filter((w) => w.state === 'idle' && !gone.has(w.id));
+  // Outdated workers in the order they leave: idle ones (longest idle first), then the least busy.
+  const outdatedLeft = (): WorkerView[] =>
+    serving
+      .filter((w) => !isCurrent(w) && w.state !== 'initializing' && !gone.has(w.id))
+      .sort((a, b) => Number(a.state !== 'idle') - Number(b.state !== 'idle') || leastBusyFirst(a, b));
 
-  // 1. above-max: e.g. workersMax was lowered; outdated workers go first because they are leaving anyway.
-  const aboveMaxOrder = idleLeft().sort(
-    (a, b) => Number(isCurrent(a)) - Number(isCurrent(b)) || longestIdleFirst(a, b),
-  );
-  for (const w of aboveMaxOrder) {
-    if (serving() <= policy.workersMax) break;
+  // 1. above-max: e.g. workersMax was lowered, or a surge replacement is ready; outdated workers go first.
+  for (const w of [...outdatedLeft(), ...idleLeft().filter(isCurrent).sort(longestIdleFirst)]) {
+    if (counted() <= policy.workersMax) break;
     if (isCurrent(w) && currentLeft <= min) continue;
-    stopWorker(w, isCurrent(w) ? 'above-max' : 'outdated-version');
+    leave(w, isCurrent(w) ? 'above-max' : 'outdated-version');
   }
 
-  // 2. outdated-version: an outdated idle worker goes once the workers left without it are enough.
-  const outdatedIdle = idleLeft()
-    .filter((w) => !isCurrent(w))
-    .sort(longestIdleFirst);
-  let outdatedStopped = 0;
-  for (const w of outdatedIdle) {
-    if (serving() <= desired) break;
-    stopWorker(w, 'outdated-version');
-    outdatedStopped += 1;
+  // 2. outdated-version: outdated workers go once the workers left without them are enough.
+  let outdatedGone = [...stop, ...retire].some((s) => s.reason === 'outdated-version');
+  for (const w of outdatedLeft()) {
+    if (counted() <= desired) break;
+    leave(w, 'outdated-version');
+    outdatedGone = true;
   }
-  const firstOutdated = outdatedIdle.find((w) => !stopped.has(w.id));
-  if (outdatedStopped === 0 && cap === 0 && inFlight === 0 && firstOutdated !== undefined) {
-    stopWorker(firstOutdated, 'outdated-version');
+  const firstOutdatedIdle = outdatedLeft().find((w) => w.state === 'idle');
+  if (!outdatedGone && cap === 0 && inFlight === 0 && firstOutdatedIdle !== undefined) {
+    leave(firstOutdatedIdle, 'outdated-version');
   }
 
   // 3. idle-timeout: surplus idle workers that have been idle long enough.
   if (queue.inQueueLowPriority <= 0) {
     const timeoutMs = policy.idleTimeoutS * 1000;
     for (const w of idleLeft().sort(longestIdleFirst)) {
-      if (serving() <= desired) break;
+      if (counted() <= desired) break;
       if (w.idleForMs < timeoutMs) continue;
       if (isCurrent(w) && currentLeft <= min) continue;
-      stopWorker(w, 'idle-timeout');
+      leave(w, 'idle-timeout');
     }
   }
 
-  const start = Math.min(cap, Math.max(0, desired - liveLeft));
-  // Surge: a replacement for each outdated idle worker left that none in flight or starting now stands for.
-  const unreplaced = idleLeft().filter((w) => !isCurrent(w)).length - inFlight - start;
-  const surgeRoom = Math.max(0, policy.workersMax) + 1 - (liveLeft + start);
-  const surge = Math.max(0, Math.min(unreplaced, cap - start, surgeRoom));
-  return { desired, start: start + surge, surge, stop, reason: summarise(why, start + surge, surge, stop) };
+  const start = Math.min(cap, Math.max(0, desired - servingLeft));
+  // Surge: replacements for the outdated workers left, as far as current-version ones still fall short of desired.
+  const short = Math.max(0, Math.min(desired - currentLeft - start, outdatedLeft().length));
+  const room = Math.max(0, policy.workersMax) + surgeAllowance(policy.workersMax) - (live.length - stop.length + start);
+  const surge = Math.max(0, Math.min(short, cap - start, room));
+  return {
+    desired,
+    start: start + surge,
+    surge,
+    stop,
+    retire,
+    reason: summarise(why, start + surge, surge, [...stop, ...retire]),
+  };
 }
+
+/** How many workers beyond workersMax a rolling update may start at once: a quarter of workersMax, at least one. */
+export function surgeAllowance(workersMax: number): number {
+  return Math.max(1, Math.ceil(Math.max(0, workersMax) / 4));
+}
+
+const leastBusyFirst = (a: WorkerView, b: WorkerView): number =>
+  a.runningJobs - b.runningJobs || longestIdleFirst(a, b);
 
 function summarise(why: DesiredReason, start: number, surge: number, stop: ScalingDecision['stop']): ScalingReason {
   if (surge > 0 || stop.some((s) => s.reason === 'outdated-version')) return 'rolling-update';

@@ -3,7 +3,7 @@ import { allowsAnyDataCenter, newWorkerId, type Endpoint, type WorkerRecord } fr
 import { coerceError } from '../errors/index.ts';
 import { hashKey, usageOf, type Accounts, type Clock, type JobEngine, type WorkerGateway } from '../engine/index.ts';
 import type { SharedFleetStatus, Store } from '../store/index.ts';
-import { decideScaling, type WorkerView } from './autoscaler.ts';
+import { decideScaling, surgeAllowance, type WorkerView } from './autoscaler.ts';
 import { decideBackoff, recordFailure, type StartHistory } from './backoff.ts';
 import type { Executor, RunningWorker } from './executors/types.ts';
 import { parseGpuIds, type GpuInventory, type GpuRequest } from './gpus.ts';
@@ -251,6 +251,7 @@ export class Supervisor {
         version: m.version,
         idleForMs: m.readyAt !== null && running === 0 && m.idleSince !== null ? now - m.idleSince : 0,
         runningJobs: running,
+        retiring: record?.retired === true,
       });
     }
 
@@ -287,6 +288,10 @@ export class Supervisor {
       if (keepAsStandby) await this.toStandby(m);
       else this.stopSoon(m, s.reason);
     }
+    // Busy outdated workers take no new job from now on; the pass that sees one without jobs stops it (above).
+    for (const r of decision.retire) {
+      await this.d.store.touchWorker(r.workerId, now, { retired: true, reason: `${r.reason}: finishing its jobs` });
+    }
 
     const wanted = Math.max(0, decision.desired - views.length);
     let toStart = decision.start;
@@ -299,10 +304,11 @@ export class Supervisor {
       }
     }
     // Workers still stopping hold their process (and GPU) until they are gone: workersMax counts them. A rolling
-    // update's surge may go one beyond it (the outdated worker stops once its replacement is ready).
+    // update's surge may go beyond it (each outdated worker leaves once its replacement is ready).
     let alive = 0;
     for (const m of this.managed.values()) if (m.endpointId === endpointId && !m.standby) alive++;
-    const room = Math.max(0, endpoint.workersMax + (decision.surge > 0 ? 1 : 0) - alive);
+    const surgeRoom = decision.surge > 0 ? surgeAllowance(endpoint.workersMax) : 0;
+    const room = Math.max(0, endpoint.workersMax + surgeRoom - alive);
     const heldForStops = Math.max(0, toStart - room);
     toStart -= heldForStops;
     const backoff = decideBackoff(this.historyOf(endpointId), now);

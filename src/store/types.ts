@@ -46,8 +46,6 @@ export interface NewJob {
  */
 export interface HandTo {
   workerId: string;
-  /** The endpoint's version as the submission read it: a managed worker of an older one takes nothing new. */
-  endpointVersion: number;
   /** Renew the worker's lease with the claim (its take renewed it when it began waiting; throttled by the caller). */
   touchLease: boolean;
 }

@@ -219,7 +219,7 @@ describe('job-take', () => {
       const endpoint = (await srv.store.getEndpoint(null, ep))!;
       const worker = await srv.workers.resolveWorker(endpoint, wid('reserved'), null);
       const client = new AbortController();
-      const take = srv.workers.take(worker, 1, client.signal, endpoint.version);
+      const take = srv.workers.take(worker, 1, client.signal);
       await waitUntil(() => takes.calls >= 1, 5000);
       // submit() reserves the waiting take before its first await; the client hangs up while the write is in flight.
       const submitting = srv.engine.submit(endpoint, { input: { n: 2 } }, 'async');
@@ -242,7 +242,7 @@ describe('job-take', () => {
     const endpoint = (await srv.server.store.getEndpoint(null, ep))!;
     const worker = await srv.server.workers.resolveWorker(endpoint, wid(name), null);
     const before = takes.calls;
-    const jobs = srv.server.workers.take(worker, max, undefined, endpoint.version);
+    const jobs = srv.server.workers.take(worker, max);
     await waitUntil(() => takes.calls > before, 5000);
     return { worker, jobs };
   }
@@ -325,7 +325,7 @@ describe('job-take', () => {
         const client = new AbortController();
         polls.add(client);
         const hangUp = i % 3 === 0 ? setTimeout(() => client.abort(), Math.random() * 5) : undefined;
-        const jobs = await srv.workers.take(worker, 1 + (i % 3), client.signal, endpoint.version);
+        const jobs = await srv.workers.take(worker, 1 + (i % 3), client.signal);
         clearTimeout(hangUp);
         polls.delete(client);
         if (client.signal.aborted) {

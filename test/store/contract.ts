@@ -108,7 +108,6 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
     describe('hand-off: a new job claimed for a waiting take in its own insert', () => {
       const to = (workerId: string, over: Partial<HandTo> = {}): HandTo => ({
         workerId,
-        endpointVersion: 1,
         touchLease: false,
         ...over,
       });
@@ -156,26 +155,21 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(j.status).toBe('IN_PROGRESS');
       });
 
-      it('queues the job when the worker may not take work: retired, lease expired, outdated, elsewhere, unknown', async () => {
+      it('queues the job when the worker may not take work: retired, lease expired, elsewhere, unknown', async () => {
         await store.upsertWorker(worker('retired', ep, { retired: true }));
         await store.upsertWorker(worker('silent', ep, { state: 'unhealthy', reason: 'lease-expired' }));
-        await store.upsertWorker(worker('old', ep, { managed: true, version: 1 }));
         await store.upsertWorker(worker('elsewhere', 'other-endpoint'));
-        for (const [id, endpointVersion] of [
-          ['retired', 1],
-          ['silent', 1],
-          ['old', 2],
-          ['elsewhere', 1],
-          ['nobody', 1],
-        ] as const) {
-          const j = await store.submitJob(newJob(ep), to(id, { endpointVersion }));
+        for (const id of ['retired', 'silent', 'elsewhere', 'nobody']) {
+          const j = await store.submitJob(newJob(ep), to(id));
           expect({ id, status: j.status, workerId: j.workerId }).toEqual({ id, status: 'IN_QUEUE', workerId: null });
           await store.purgeQueue(ep, T0);
         }
-        // A worker unhealthy for another reason (its own report) still gets work, as a take would give it; an
-        // unmanaged worker is never outdated.
+        // A worker unhealthy for another reason (its own report) still gets work, as a take would give it; so does a
+        // managed worker of an older endpoint version until its supervisor retires it (rolling update).
         await store.upsertWorker(worker('reported', ep, { state: 'unhealthy', reason: 'fitness-check-failed' }));
-        expect((await store.submitJob(newJob(ep), to('reported', { endpointVersion: 9 }))).status).toBe('IN_PROGRESS');
+        expect((await store.submitJob(newJob(ep), to('reported'))).status).toBe('IN_PROGRESS');
+        await store.upsertWorker(worker('old', ep, { managed: true, version: 1 }));
+        expect((await store.submitJob(newJob(ep), to('old'))).status).toBe('IN_PROGRESS');
       });
 
       it("renews the worker's lease with the claim when asked, and only with a claim", async () => {

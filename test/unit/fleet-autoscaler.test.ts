@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { decideScaling } from '../../src/fleet/autoscaler.ts';
+import { decideScaling, surgeAllowance } from '../../src/fleet/autoscaler.ts';
 import type {
   QueueSnapshot,
   ScalerPolicy,
@@ -242,7 +242,7 @@ const cases: Case[] = [
     expect: { desired: 1, start: 0, surge: 0, stop: [{ workerId: 'old', reason: 'outdated-version' }] },
   },
   {
-    name: 'surge goes at most one worker beyond workersMax',
+    name: 'surge goes at most surgeAllowance (one for workersMax 3) beyond workersMax',
     policy: { workersMin: 3, workersMax: 3, version: 2 },
     workers: [w('o1', 'idle'), w('o2', 'idle'), w('o3', 'idle')],
     capacity: 5,
@@ -256,12 +256,11 @@ const cases: Case[] = [
     expect: { desired: 3, start: 1, surge: 1, stop: [] },
   },
   {
-    name: 'busy outdated workers get no surge: they are replaced when they go idle',
-    policy: { workersMin: 1, version: 2 },
-    queue: { inProgress: 1 },
-    workers: [w('old', 'running')],
-    capacity: 5,
-    expect: { desired: 1, start: 0, surge: 0, stop: [] },
+    name: 'surge with workersMax 8 may start two beyond it (surgeAllowance: a quarter, at least one)',
+    policy: { workersMin: 8, workersMax: 8, version: 2 },
+    workers: Array.from({ length: 8 }, (_, i) => w(`o${i}`, 'idle')),
+    capacity: 10,
+    expect: { desired: 8, start: 2, surge: 2, stop: [] },
   },
   {
     name: 'rolling update without capacity frees one outdated worker',
@@ -278,11 +277,47 @@ const cases: Case[] = [
     expect: { desired: 2, start: 0, stop: [] },
   },
   {
-    name: 'outdated running workers finish their jobs',
+    name: 'an outdated busy worker gets a replacement beside it and keeps its job',
     policy: { workersMin: 1, version: 2 },
     queue: { inProgress: 1 },
     workers: [w('old', 'running')],
-    expect: { desired: 1, start: 0, stop: [] },
+    expect: { desired: 1, start: 1, surge: 1, stop: [], retire: [], reason: 'rolling-update' },
+  },
+  {
+    name: 'an outdated busy worker retires once its replacement is ready: it finishes its job and takes no more',
+    policy: { workersMin: 1, version: 2 },
+    queue: { inProgress: 1 },
+    workers: [w('old', 'running'), w('new', 'idle', { version: 2 })],
+    expect: { desired: 1, start: 0, stop: [], retire: [{ workerId: 'old', reason: 'outdated-version' }] },
+  },
+  {
+    name: 'under steady load every busy outdated worker is replaced (review: surge only for idle ones never ran)',
+    policy: { workersMax: 2, version: 2 },
+    queue: { inQueue: 20, inProgress: 2, oldestQueuedAgeMs: 60_000 },
+    workers: [w('o1', 'running'), w('o2', 'running')],
+    capacity: 4,
+    expect: { desired: 2, start: 1, surge: 1, stop: [], retire: [] },
+  },
+  {
+    name: 'at workersMax a ready surge worker retires the least busy outdated one, not itself (above-max)',
+    policy: { workersMax: 1, version: 2 },
+    queue: { inProgress: 1 },
+    workers: [w('old', 'running'), w('new', 'idle', { version: 2 })],
+    expect: { stop: [], retire: [{ workerId: 'old', reason: 'outdated-version' }] },
+  },
+  {
+    name: 'a ready surge worker idle past the timeout is kept; the busy outdated one retires',
+    policy: { workersMax: 3, idleTimeoutS: 5, version: 2 },
+    queue: { inProgress: 1 },
+    workers: [w('old', 'running'), w('new', 'idle', { version: 2, idleForMs: 6000 })],
+    expect: { stop: [], retire: [{ workerId: 'old', reason: 'outdated-version' }] },
+  },
+  {
+    name: 'a retiring worker holds its slot but is not counted: a worker starts for the demand it leaves',
+    policy: { workersMax: 2 },
+    queue: { inProgress: 1, inQueue: 1, oldestQueuedAgeMs: 0 },
+    workers: [w('leaving', 'running', { retiring: true })],
+    expect: { desired: 1, start: 1, surge: 0, stop: [], retire: [] },
   },
   {
     name: 'surplus outdated idle workers stop without waiting for the idle timeout',
@@ -354,7 +389,11 @@ function randomInput(r: () => number): [ScalerPolicy, QueueSnapshot, WorkerView[
   });
   const workers = Array.from({ length: int(0, 8) }, (_, i) => {
     const state = STATES[int(0, STATES.length - 1)] ?? 'idle';
-    return w(`w${i}`, state, { version: p.version - int(0, 1), idleForMs: state === 'idle' ? int(0, 30_000) : 0 });
+    return w(`w${i}`, state, {
+      version: p.version - int(0, 1),
+      idleForMs: state === 'idle' ? int(0, 30_000) : 0,
+      retiring: state === 'running' && r() < 0.2,
+    });
   });
   const capacity = r() < 0.1 ? Infinity : int(0, 4);
   return [p, q, workers, capacity];
@@ -385,34 +424,53 @@ describe('decideScaling — invariants over random inputs', () => {
         if (s.reason === 'outdated-version') expect(target?.version, ctx).toBeLessThan(p.version);
       }
 
+      const retired = new Set(d.retire.map((s) => s.workerId));
+      expect(retired.size, ctx).toBe(d.retire.length);
+      for (const s of d.retire) {
+        const target = byId.get(s.workerId);
+        // Only busy outdated workers retire, and not twice.
+        expect([target?.state, target?.retiring ?? false, s.reason], ctx).toEqual([
+          'running',
+          false,
+          'outdated-version',
+        ]);
+        expect(target?.version, ctx).toBeLessThan(p.version);
+        expect(stopped.has(s.workerId), ctx).toBe(false);
+      }
+
       const live = workers.filter((x) => LIVE.has(x.state));
       const liveAfter = live.filter((x) => !stopped.has(x.id));
+      // Serving: neither retiring before nor retired now.
+      const servingAfter = liveAfter.filter((x) => !x.retiring && !retired.has(x.id));
       const normalStart = d.start - d.surge;
-      if (normalStart > 0) expect(liveAfter.length + normalStart, ctx).toBeLessThanOrEqual(d.desired);
+      if (normalStart > 0) expect(servingAfter.length + normalStart, ctx).toBeLessThanOrEqual(d.desired);
       if (d.surge > 0) {
-        // A surge only replaces outdated idle workers left running, and stays within workersMax + 1.
-        const outdatedIdleLeft = liveAfter.filter((x) => x.state === 'idle' && !current(x)).length;
-        expect(d.surge, ctx).toBeLessThanOrEqual(outdatedIdleLeft);
-        expect(liveAfter.length + d.start, ctx).toBeLessThanOrEqual(p.workersMax + 1);
+        // A surge replaces outdated workers left serving, and stays within workersMax + surgeAllowance.
+        const outdatedLeft = servingAfter.filter((x) => x.state !== 'initializing' && !current(x)).length;
+        expect(d.surge, ctx).toBeLessThanOrEqual(outdatedLeft);
+        expect(liveAfter.length + d.start, ctx).toBeLessThanOrEqual(p.workersMax + surgeAllowance(p.workersMax));
+        expect(servingAfter.filter(current).length + d.start, ctx).toBeLessThanOrEqual(d.desired);
         expect(d.reason, ctx).toBe('rolling-update');
       }
-      // An outdated idle worker stops only when the live workers left, not counting replacements still initializing,
+      // An outdated worker leaves only when the serving workers left, not counting replacements still initializing,
       // cover desired, or (capacity 0, no replacement in flight) to free its slot.
-      if (live.some((x) => !current(x)) && capacity > 0) {
-        const ready = liveAfter.filter((x) => !(x.state === 'initializing' && current(x))).length;
-        if (d.stop.some((s) => byId.get(s.workerId)!.version < p.version)) {
-          expect(ready, ctx).toBeGreaterThanOrEqual(Math.min(d.desired, p.workersMax));
-        }
+      const outdatedLeaving = [...d.stop, ...d.retire].filter((s) => byId.get(s.workerId)!.version < p.version);
+      if (outdatedLeaving.length > 0 && capacity > 0) {
+        const ready = servingAfter.filter((x) => !(x.state === 'initializing' && current(x))).length;
+        expect(ready, ctx).toBeGreaterThanOrEqual(Math.min(d.desired, p.workersMax));
       }
-      expect(liveAfter.filter(current).length, ctx).toBeGreaterThanOrEqual(
-        Math.min(p.workersMin, live.filter(current).length),
+      expect(servingAfter.filter(current).length, ctx).toBeGreaterThanOrEqual(
+        Math.min(p.workersMin, live.filter((x) => current(x) && !x.retiring).length),
       );
       const outdatedStops = d.stop.filter((s) => s.reason === 'outdated-version').length;
+      const servingBefore = live.filter((x) => !x.retiring).length;
       if (capacity > 0) {
-        expect(liveAfter.length + d.start, ctx).toBeGreaterThanOrEqual(Math.min(d.desired, live.length + capacity));
+        expect(servingAfter.length + d.start, ctx).toBeGreaterThanOrEqual(
+          Math.min(d.desired, servingBefore + capacity),
+        );
       } else {
         const slack = outdatedStops > 0 ? 1 : 0;
-        expect(liveAfter.length, ctx).toBeGreaterThanOrEqual(Math.min(d.desired, live.length) - slack);
+        expect(servingAfter.length, ctx).toBeGreaterThanOrEqual(Math.min(d.desired, servingBefore) - slack);
       }
 
       // Low-priority jobs never add workers: the same input without them scales the same way.

@@ -100,18 +100,18 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
 
   const take = async (request: FastifyRequest<{ Params: WP }>, batch: boolean) => {
     const { value: workerId, query } = unglue(request.params.workerId, request.query as Record<string, unknown>);
-    const { worker, endpoint } = await refusalsHeld(() => workerAndEndpoint(request, workerId));
+    const { worker } = await refusalsHeld(() => workerAndEndpoint(request, workerId));
     const max = takeBatchSize(batch ? Number(query['batch_size'] ?? 1) : 1);
-    return { worker, max, version: endpoint.version };
+    return { worker, max };
   };
 
   app.get<{ Params: WP }>(
     '/v2/:endpointId/job-take/:workerId',
     { ...poll, schema: { params: WorkerParams } },
     async (request, reply) => {
-      const { worker, max, version } = await take(request, false);
+      const { worker, max } = await take(request, false);
       const signal = clientGone(request, reply);
-      const jobs = await workers.take(worker, max, signal, version);
+      const jobs = await workers.take(worker, max, signal);
       if (jobs.length === 0) return reply.code(204).send();
       if (signal.aborted) {
         await workers.undeliverable(worker, jobs);
@@ -125,9 +125,9 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
     '/v2/:endpointId/job-take-batch/:workerId',
     { ...poll, schema: { params: WorkerParams } },
     async (request, reply) => {
-      const { worker, max, version } = await take(request, true);
+      const { worker, max } = await take(request, true);
       const signal = clientGone(request, reply);
-      const jobs = await workers.take(worker, max, signal, version);
+      const jobs = await workers.take(worker, max, signal);
       if (jobs.length === 0) return reply.code(204).send();
       if (signal.aborted) {
         await workers.undeliverable(worker, jobs);

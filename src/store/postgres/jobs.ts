@@ -50,16 +50,16 @@ const SUBMIT = `INSERT INTO jobs (id, endpoint_id, status, input, webhook, polic
 
 /**
  * The hand-off (store/types.ts HandTo): the worker ($16) gets the job when it may take work — domain mayHandJobTo,
- * in SQL — and nothing is queued for the endpoint; the lease renewal ($18) runs only with a claim. One statement:
+ * in SQL — and nothing is queued for the endpoint; the lease renewal ($17) runs only with a claim. One statement:
  * the reads and the insert share its snapshot.
  */
 const HAND_OFF = `SELECT w.id FROM workers w
-  WHERE w.id = $16 AND w.endpoint_id = $2 AND NOT w.retired AND NOT (w.managed AND w.version < $17)
+  WHERE w.id = $16 AND w.endpoint_id = $2 AND NOT w.retired
     AND NOT (w.state = 'unhealthy' AND w.reason IS NOT DISTINCT FROM 'lease-expired')
     AND NOT EXISTS (SELECT 1 FROM jobs q WHERE q.endpoint_id = $2 AND q.status = 'IN_QUEUE' AND q.expires_at > $14)`;
 
 const SUBMIT_HANDED = `WITH hand AS (${HAND_OFF}),
-  touched AS (UPDATE workers SET last_seen_at = GREATEST(last_seen_at, $14) WHERE $18 AND id IN (SELECT id FROM hand))
+  touched AS (UPDATE workers SET last_seen_at = GREATEST(last_seen_at, $14) WHERE $17 AND id IN (SELECT id FROM hand))
   INSERT INTO jobs (id, endpoint_id, status, input, webhook, policy, policy_given, policy_json, low_priority,
     execution_timeout_ms, ttl_ms, s3_config, mode, retention_ms, created_at, queued_at, expires_at,
     attempt, worker_id, started_at, deadline_at)
@@ -116,7 +116,6 @@ export function jobVerbs(db: Db): JobVerbs {
       const [row] = await db.query<{ worker_id: string | null }>(SUBMIT_HANDED, [
         ...params,
         handTo.workerId,
-        handTo.endpointVersion,
         handTo.touchLease,
       ]);
       return newJobRecord(j, row?.worker_id ?? null);

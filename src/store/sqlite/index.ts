@@ -118,7 +118,7 @@ class SqliteStore implements Store {
   private handOffTarget(job: NewJob, to: HandTo): string | null {
     if (this.jobs.anyTakeable(job.endpointId, job.createdAt)) return null;
     const worker = this.workers.get(to.workerId);
-    if (!worker || !mayHandJobTo(worker, job.endpointId, to.endpointVersion)) return null;
+    if (!worker || !mayHandJobTo(worker, job.endpointId)) return null;
     if (to.touchLease) this.workers.touch(worker.id, job.createdAt);
     return worker.id;
   }
