@@ -62,7 +62,7 @@ interface Managed {
 }
 
 const DEAD_RECORD_KEEP_MS = 30_000;
-/** The stop reason of a server shutdown: the server's doing, so the jobs it interrupts keep their attempts. */
+/** The stop reason of a server shutdown (shown on the worker record and in the requeued jobs). */
 const SHUTTING_DOWN = 'server shutting down';
 
 /**
@@ -132,7 +132,9 @@ export class Supervisor {
     if (this.timer) clearTimeout(this.timer);
     await this.running;
     // Every process is stopped even when the store cannot record it (a leader that lost its database).
-    const stops = await Promise.allSettled([...this.managed.values()].map((m) => this.stopWorker(m, SHUTTING_DOWN)));
+    const stops = await Promise.allSettled(
+      [...this.managed.values()].map((m) => this.stopWorker(m, SHUTTING_DOWN, { serverShutdown: true })),
+    );
     await this.d.executor.stopAll({ graceMs: this.o.graceMs });
     // Stops begun by passes before this one (their bookkeeping: jobs handed back, usage closed).
     await Promise.allSettled([...this.pendingStops]);
@@ -523,7 +525,8 @@ export class Supervisor {
     this.pendingStops.add(stop);
   }
 
-  private async stopWorker(m: Managed, reason: string): Promise<void> {
+  /** `serverShutdown`: the server's own doing (a deploy), so the jobs it interrupts keep their attempts. */
+  private async stopWorker(m: Managed, reason: string, how: { serverShutdown?: boolean } = {}): Promise<void> {
     if (m.stopping) return;
     m.stopping = true;
     try {
@@ -538,7 +541,7 @@ export class Supervisor {
           m.id,
           this.d.clock.now(),
           // A job that outlived the grace of a server shutdown (a deploy) is not charged an attempt for it.
-          reason === SHUTTING_DOWN ? null : this.o.maxAttempts,
+          how.serverShutdown === true ? null : this.o.maxAttempts,
           `worker stopped (${reason})`,
         ),
       );
