@@ -16,30 +16,35 @@
  *         throttled one already stands for that extra worker (so waiting on capacity does not ratchet up).
  *   - Both: with queued jobs and zero live workers f >= 1 at once — scale from zero must not wait scalerValue.
  * - Stops only ever name `idle` workers; running and initializing workers are never stopped (a running worker
- *   finishes its jobs first; the next ticks see it idle). `retire` names running workers that take no new job and
- *   are stopped by the supervisor once their jobs are done; a retiring worker (`retiring`) still holds its slot but
- *   serves nobody new, so the rules below do not count it.
- * - Rolling update, surge first: every outdated worker (idle or busy) gets a current-version replacement started
- *   beside it (a surge start: up to `surgeAllowance(workersMax)` workers beyond workersMax, within `capacity`); an
- *   outdated worker leaves (stops when idle, retires when busy) only once the workers left without it still cover
- *   what is needed. Until then it keeps taking jobs. While outdated workers are live, current-version workers still
- *   initializing are the replacements in flight: the stop rules do not count them, so no outdated worker makes way
- *   for a replacement that has not shown it can start (a broken new template leaves the old workers serving while
- *   the supervisor's backoff reports the crash loop).
- * - Precedence when several rules apply (counting serving workers without the replacements in flight):
- *   1. above-max: workers beyond workersMax leave right away: outdated idle, then outdated busy (retired), then the
- *      longest idle current ones, but never so that fewer than workersMin current-version workers remain.
- *   2. outdated-version: outdated workers leave while the workers left without them are still at least desired
- *      (surplus, or their replacements are ready): idle ones first, then the least busy. When capacity is 0 and no
- *      current-version worker is initializing, one outdated idle worker stops per tick anyway: its GPUs are probably
- *      what the replacement needs, and waiting would stall the update forever (so on a full GPU host a release that
- *      cannot start can still leave fewer workers).
- *   3. idle-timeout: idle workers beyond desired whose idleForMs >= idleTimeoutS * 1000, longest idle first, never
+ *   finishes its jobs first; the next ticks see it idle). `retire` names busy or starting outdated workers: they take
+ *   no new job and the supervisor stops them once they hold none. A retiring worker (`retiring`) and a stopping one
+ *   (`holding`) still hold a slot toward workersMax (and their GPUs) but serve nobody new: the rules below do not
+ *   count them as serving.
+ * - Rolling update, surge first, one for one: each outdated worker that serves gets its own current-version
+ *   replacement started beside it (a surge start, `surgeFor` names whom it replaces; at most surgeAllowance(workersMax)
+ *   workers beyond workersMax, within `capacity`). The outdated worker keeps taking jobs until its replacement is
+ *   ready, then hands over: stopped when idle, retired when busy. A replacement that crashes is simply started again
+ *   (the supervisor's backoff applies), so a release that cannot start leaves the old workers serving while it
+ *   reports the crash loop. An outdated worker still starting is retired at once (it proves nothing and would be
+ *   replaced as soon as it was up). While outdated workers serve, current-version workers still starting are
+ *   unproven: the stop rules do not count them.
+ * - Precedence when several rules apply (counting serving workers without the unproven ones):
+ *   1. hand-over: outdated workers whose replacements are ready leave.
+ *   2. above-max: idle workers beyond workersMax stop right away (outdated first, then longest idle), but never so
+ *      that fewer than workersMin current-version workers remain. Busy workers are never cut for it.
+ *   3. outdated-version: outdated idle workers beyond desired stop (surplus) without waiting for the idle timeout;
+ *      a busy one beyond desired hands over to an idle current-version worker, if one is there (busy workers are
+ *      never cut for surplus alone). When capacity is 0, no replacement is starting and nothing is stopping or retiring, one outdated worker
+ *      leaves per tick anyway (idle first, else the least busy retires): its GPUs are probably what the replacement
+ *      needs, and waiting would stall the update forever (so on a full GPU host a broken release can leave fewer
+ *      workers).
+ *   4. idle-timeout: idle workers beyond desired whose idleForMs >= idleTimeoutS * 1000, longest idle first, never
  *      below desired, never below workersMin current-version workers, and not while low-priority jobs wait (the idle
  *      worker is what serves them; stopping it would strand them until normal jobs scale up).
- * - start = max(0, desired - serving workers left after the rules), capped by `capacity`; the rest show as
- *   throttled. Then `surge` more: current-version workers still short of desired (one per outdated worker left),
- *   within what capacity is left and workersMax + surgeAllowance live workers (retiring ones included).
+ * - start = max(0, desired - serving workers left), capped by `capacity` (the rest: `throttled`) and by the slots
+ *   workersMax leaves beside live, retiring and stopping workers (the rest: `held`). Then `surge` more, one per
+ *   outdated serving worker without a replacement, as far as current-version workers fall short of desired, within
+ *   what capacity is left and workersMax + surgeAllowance.
  * - reason: 'rolling-update' when an outdated worker stops or retires or a surge starts; otherwise, when workers start, why desired is what it is
  *   ('scale-from-zero' | 'queue-delay' | 'request-count' | 'busy-workers' | 'min-workers' | 'at-max'); otherwise the
  *   first stop's reason ('above-max' | 'idle-timeout'); otherwise the desired reason again ('no-demand' at zero).
@@ -74,6 +79,8 @@ export interface WorkerView {
   runningJobs: number;
   /** Retired (rolling update, or it asked to be recycled): finishing its jobs, taking no new one. */
   retiring?: boolean;
+  /** A rolling update's replacement: the id of the outdated worker it was started to take over from. */
+  replaces?: string | null;
 }
 
 export type StopReason = 'idle-timeout' | 'above-max' | 'outdated-version';
@@ -89,8 +96,14 @@ export interface ScalingDecision {
   start: number;
   /** How many of `start` are rolling-update replacements started beside the outdated workers they replace. */
   surge: number;
+  /** Whom the surge starts replace, one id per surge start. */
+  surgeFor: string[];
+  /** Starts wanted but not made for lack of capacity (GPUs). */
+  throttled: number;
+  /** Starts wanted but held back: workersMax is taken by workers still stopping or finishing their last jobs. */
+  held: number;
   stop: Array<{ workerId: string; reason: StopReason }>;
-  /** Busy outdated workers to retire: they finish their jobs, take no new one, and are stopped when done. */
+  /** Outdated workers to retire (busy or starting): they take no new job and are stopped once they hold none. */
   retire: Array<{ workerId: string; reason: StopReason }>;
   reason: ScalingReason;
 }
@@ -160,24 +173,24 @@ export function decideScaling(
   queue: QueueSnapshot,
   workers: WorkerView[],
   capacity: number,
+  /** Workers of the endpoint still stopping: they hold slots (and GPUs) until they are gone. */
+  holding = 0,
 ): ScalingDecision {
   const { f, why: rawWhy } = demand(policy, queue, workers);
   const { desired, why } = clampDesired(policy, f, rawWhy);
   const cap = Math.max(0, capacity);
   const min = Math.max(0, policy.workersMin);
+  const max = Math.max(0, policy.workersMax);
   const isCurrent = (w: WorkerView): boolean => w.version >= policy.version;
+  const isOutdated = (w: WorkerView): boolean => !isCurrent(w);
 
   const live = workers.filter(isLive);
   const serving = live.filter((w) => !w.retiring);
-  const outdatedServing = serving.some((w) => !isCurrent(w));
-  // The rollout's replacements in flight: not counted by the leave rules until they are ready.
-  const inFlight = outdatedServing ? serving.filter((w) => w.state === 'initializing' && isCurrent(w)).length : 0;
   const stop: ScalingDecision['stop'] = [];
   const retire: ScalingDecision['retire'] = [];
   const gone = new Set<string>();
   let servingLeft = serving.length;
   let currentLeft = serving.filter(isCurrent).length;
-  const counted = (): number => servingLeft - inFlight;
   const leave = (w: WorkerView, reason: StopReason): void => {
     (w.state === 'idle' ? stop : retire).push({ workerId: w.id, reason });
     gone.add(w.id);
@@ -185,32 +198,55 @@ export function decideScaling(
     if (isCurrent(w)) currentLeft -= 1;
   };
   const idleLeft = (): WorkerView[] => serving.filter((w) => w.state === 'idle' && !gone.has(w.id));
-  // Outdated workers in the order they leave: idle ones (longest idle first), then the least busy.
-  const outdatedLeft = (): WorkerView[] =>
-    serving
-      .filter((w) => !isCurrent(w) && w.state !== 'initializing' && !gone.has(w.id))
-      .sort((a, b) => Number(a.state !== 'idle') - Number(b.state !== 'idle') || leastBusyFirst(a, b));
+  const outdatedLeft = (): WorkerView[] => serving.filter((w) => isOutdated(w) && !gone.has(w.id));
+  const replacementOf = new Map<string, WorkerView>();
+  for (const w of serving) if (isCurrent(w) && w.replaces) replacementOf.set(w.replaces, w);
 
-  // 1. above-max: e.g. workersMax was lowered, or a surge replacement is ready; outdated workers go first.
-  for (const w of [...outdatedLeft(), ...idleLeft().filter(isCurrent).sort(longestIdleFirst)]) {
-    if (counted() <= policy.workersMax) break;
-    if (isCurrent(w) && currentLeft <= min) continue;
-    leave(w, isCurrent(w) ? 'above-max' : 'outdated-version');
+  // Outdated workers still starting retire at once; the others hand over to their replacements once those are up.
+  for (const w of serving) {
+    if (!isOutdated(w)) continue;
+    const replacement = replacementOf.get(w.id);
+    if (w.state === 'initializing' || (replacement !== undefined && replacement.state !== 'initializing')) {
+      leave(w, 'outdated-version');
+    }
+  }
+  const unproven =
+    outdatedLeft().length > 0 ? serving.filter((w) => isCurrent(w) && w.state === 'initializing').length : 0;
+  const counted = (): number => servingLeft - unproven;
+
+  // Outdated workers beyond `limit` go: idle ones, then busy ones that hand over to an idle current-version worker
+  // (one each; busy workers are never cut for surplus alone).
+  let spareIdle = idleLeft().filter(isCurrent).length;
+  const shedOutdated = (limit: number): void => {
+    for (const w of outdatedLeft().sort(idleThenLeastBusy)) {
+      if (counted() <= limit) break;
+      if (w.state !== 'idle') {
+        if (spareIdle === 0) break;
+        spareIdle -= 1;
+      }
+      leave(w, 'outdated-version');
+    }
+  };
+
+  // 2. above-max: e.g. workersMax was lowered, or a replacement is up; outdated workers go first.
+  shedOutdated(max);
+  for (const w of idleLeft().filter(isCurrent).sort(longestIdleFirst)) {
+    if (counted() <= max || spareIdle === 0) break;
+    if (currentLeft <= min) continue;
+    leave(w, 'above-max');
+    spareIdle -= 1;
   }
 
-  // 2. outdated-version: outdated workers go once the workers left without them are enough.
-  let outdatedGone = [...stop, ...retire].some((s) => s.reason === 'outdated-version');
-  for (const w of outdatedLeft()) {
-    if (counted() <= desired) break;
-    leave(w, 'outdated-version');
-    outdatedGone = true;
-  }
-  const firstOutdatedIdle = outdatedLeft().find((w) => w.state === 'idle');
-  if (!outdatedGone && cap === 0 && inFlight === 0 && firstOutdatedIdle !== undefined) {
-    leave(firstOutdatedIdle, 'outdated-version');
+  // 3. outdated-version: beyond desired, outdated workers go as above; with no capacity, one makes way.
+  shedOutdated(desired);
+  const anyOutdatedGone = [...stop, ...retire].some((x) => x.reason === 'outdated-version');
+  const settled = holding === 0 && unproven === 0 && !live.some((w) => w.retiring);
+  if (cap === 0 && settled && !anyOutdatedGone) {
+    const first = outdatedLeft().sort(idleThenLeastBusy)[0];
+    if (first !== undefined) leave(first, 'outdated-version');
   }
 
-  // 3. idle-timeout: surplus idle workers that have been idle long enough.
+  // 4. idle-timeout: surplus idle workers that have been idle long enough.
   if (queue.inQueueLowPriority <= 0) {
     const timeoutMs = policy.idleTimeoutS * 1000;
     for (const w of idleLeft().sort(longestIdleFirst)) {
@@ -221,15 +257,27 @@ export function decideScaling(
     }
   }
 
-  const start = Math.min(cap, Math.max(0, desired - servingLeft));
-  // Surge: replacements for the outdated workers left, as far as current-version ones still fall short of desired.
-  const short = Math.max(0, Math.min(desired - currentLeft - start, outdatedLeft().length));
-  const room = Math.max(0, policy.workersMax) + surgeAllowance(policy.workersMax) - (live.length - stop.length + start);
-  const surge = Math.max(0, Math.min(short, cap - start, room));
+  // Retiring workers, and those retired now, hold their slots until they are stopped; so do stopping ones.
+  const occupied = live.length - stop.length + Math.max(0, holding);
+  const wanted = Math.max(0, desired - servingLeft);
+  const placeable = Math.min(cap, wanted);
+  const start = Math.min(placeable, Math.max(0, max - occupied));
+  // Surge: a replacement for each outdated worker still serving that has none yet.
+  const unreplaced = outdatedLeft()
+    .filter((w) => !replacementOf.has(w.id))
+    .sort(idleThenLeastBusy);
+  const surgeRoom = max + surgeAllowance(max) - (occupied + start);
+  // Only as many as current-version workers still fall short of desired: an outdated worker beyond it is surplus
+  // and goes (idle) or stays until idle (busy) without a replacement.
+  const short = desired - currentLeft - start;
+  const surge = Math.max(0, Math.min(unreplaced.length, short, cap - start, surgeRoom));
   return {
     desired,
     start: start + surge,
     surge,
+    surgeFor: unreplaced.slice(0, surge).map((w) => w.id),
+    throttled: wanted - placeable,
+    held: placeable - start,
     stop,
     retire,
     reason: summarise(why, start + surge, surge, [...stop, ...retire]),
@@ -241,8 +289,9 @@ export function surgeAllowance(workersMax: number): number {
   return Math.max(1, Math.ceil(Math.max(0, workersMax) / 4));
 }
 
-const leastBusyFirst = (a: WorkerView, b: WorkerView): number =>
-  a.runningJobs - b.runningJobs || longestIdleFirst(a, b);
+/** Idle ones first (longest idle first), then the least busy. */
+const idleThenLeastBusy = (a: WorkerView, b: WorkerView): number =>
+  Number(a.state !== 'idle') - Number(b.state !== 'idle') || a.runningJobs - b.runningJobs || longestIdleFirst(a, b);
 
 function summarise(why: DesiredReason, start: number, surge: number, stop: ScalingDecision['stop']): ScalingReason {
   if (surge > 0 || stop.some((s) => s.reason === 'outdated-version')) return 'rolling-update';

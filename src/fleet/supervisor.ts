@@ -59,6 +59,8 @@ interface Managed {
   standby: boolean;
   gpuTypeId: string;
   lastLines: string[];
+  /** A rolling update's replacement: the outdated worker it takes over from once it is up. */
+  replaces: string | null;
 }
 
 const DEAD_RECORD_KEEP_MS = 30_000;
@@ -254,12 +256,16 @@ export class Supervisor {
         idleForMs: m.readyAt !== null && running === 0 && m.idleSince !== null ? now - m.idleSince : 0,
         runningJobs: running,
         retiring: record?.retired === true,
+        replaces: m.replaces,
       });
     }
 
     const request = gpuRequest(endpoint);
     const dcOk = allowsAnyDataCenter(endpoint.dataCenterIds) || endpoint.dataCenterIds.includes(this.o.dataCenterId);
     const capacity = dcOk ? this.d.inventory.capacityFor(request) : 0;
+    // Workers still stopping hold their process (and GPU) until they are gone: workersMax counts them.
+    let stopping = 0;
+    for (const m of this.managed.values()) if (m.endpointId === endpointId && m.stopping) stopping++;
     const decision = decideScaling(
       {
         workersMin: endpoint.workersMin,
@@ -277,6 +283,7 @@ export class Supervisor {
       },
       views,
       capacity,
+      stopping,
     );
 
     for (const s of decision.stop) {
@@ -290,51 +297,53 @@ export class Supervisor {
       if (keepAsStandby) await this.toStandby(m);
       else this.stopSoon(m, s.reason);
     }
-    // Busy outdated workers take no new job from now on; the pass that sees one without jobs stops it (above).
+    // Outdated workers, busy or starting, take no new job from now on; the pass that sees one without jobs stops it.
     for (const r of decision.retire) {
       await this.d.store.touchWorker(r.workerId, now, { retired: true, reason: `${r.reason}: finishing its jobs` });
     }
 
-    const wanted = Math.max(0, decision.desired - views.length);
-    let toStart = decision.start;
+    // What to start: plain starts, then surge starts each naming the outdated worker it replaces.
+    const plan: Array<string | null> = [
+      ...Array.from({ length: decision.start - decision.surge }, () => null),
+      ...decision.surgeFor,
+    ];
     // FlashBoot: a standby of the current version becomes a worker again instead of a cold start.
     for (const m of mine) {
-      if (toStart <= 0) break;
+      if (plan.length === 0) break;
       if (m.standby && m.version === endpoint.version) {
+        m.replaces = plan.shift() ?? null;
         await this.fromStandby(m);
-        toStart--;
       }
     }
-    // Workers still stopping hold their process (and GPU) until they are gone: workersMax counts them. A rolling
-    // update's surge may go beyond it (each outdated worker leaves once its replacement is ready).
+    // The decision counted the stopping workers; this only guards against a stop that began during this pass.
     let alive = 0;
     for (const m of this.managed.values()) if (m.endpointId === endpointId && !m.standby) alive++;
     const surgeRoom = decision.surge > 0 ? surgeAllowance(endpoint.workersMax) : 0;
     const room = Math.max(0, endpoint.workersMax + surgeRoom - alive);
-    const heldForStops = Math.max(0, toStart - room);
-    toStart -= heldForStops;
+    const held = decision.held + Math.max(0, plan.length - room);
+    plan.splice(room);
     const backoff = decideBackoff(this.historyOf(endpointId), now);
-    let throttled = Math.max(0, wanted - decision.start) + heldForStops;
+    let throttled = decision.throttled;
     let startError: string | null = null;
     // After start failures, while no worker of this version is up, one probe at a time: a broken image then costs
     // one process per backoff window, not workersMax of them. Once one is up, the image works: starts are free again
     // (a crash of a worker that had served for hours must not hold a burst to one start at a time).
     const up = views.some((v) => v.state !== 'initializing' && v.version === endpoint.version);
     const probing = backoff.consecutiveFailures > 0 && !up;
-    const probeInFlight = probing && views.some((v) => v.state === 'initializing');
-    if (toStart > 0 && backoff.allowed && !probeInFlight) {
-      const starts = probing ? 1 : toStart;
-      throttled += toStart - starts;
+    const probeInFlight = probing && views.some((v) => v.state === 'initializing' && v.version === endpoint.version);
+    if (plan.length > 0 && backoff.allowed && !probeInFlight) {
+      const starts = probing ? 1 : plan.length;
+      throttled += plan.length - starts;
       for (let i = 0; i < starts; i++) {
-        const result = await this.startWorker(endpoint, request);
+        const result = await this.startWorker(endpoint, request, plan[i] ?? null);
         if (result !== 'ok') {
           throttled += starts - i;
           startError = result;
           break;
         }
       }
-    } else if (toStart > 0) {
-      throttled += toStart;
+    } else {
+      throttled += plan.length;
     }
     this.statuses.set(
       endpointId,
@@ -343,6 +352,7 @@ export class Supervisor {
         snapshot.inQueue + snapshot.inQueueLowPriority,
         views,
         throttled,
+        held,
         backoff,
         startError,
         dcOk,
@@ -381,7 +391,7 @@ export class Supervisor {
     }
   }
 
-  private async startWorker(endpoint: Endpoint, request: GpuRequest): Promise<'ok' | string> {
+  private async startWorker(endpoint: Endpoint, request: GpuRequest, replaces: string | null): Promise<'ok' | string> {
     const template = await this.d.store.getTemplate(endpoint.userId, endpoint.templateId);
     if (!template) return `template ${endpoint.templateId} of endpoint ${endpoint.id} no longer exists`;
     // The owner as well as the image: a setting that trusted every user may have been taken back since.
@@ -422,6 +432,7 @@ export class Supervisor {
       standby: false,
       gpuTypeId: gpu.gpuTypeId,
       lastLines: [],
+      replaces,
     };
     this.managed.set(id, m);
     const volumeId = endpoint.networkVolumeId ?? endpoint.networkVolumeIds[0];
@@ -588,6 +599,7 @@ export class Supervisor {
     queued: number,
     views: WorkerView[],
     throttled: number,
+    held: number,
     backoff: ReturnType<typeof decideBackoff>,
     startError: string | null,
     dcOk: boolean,
@@ -595,7 +607,12 @@ export class Supervisor {
     request: GpuRequest,
     onlyLowPriority = false,
   ): FleetStatus {
-    const s = (reason: string | null, message: string | null): FleetStatus => ({ throttled, reason, message });
+    // Held starts count as throttled workers too (wanted, not running); the reason tells them apart.
+    const s = (reason: string | null, message: string | null): FleetStatus => ({
+      throttled: throttled + held,
+      reason,
+      message,
+    });
     if (backoff.crashLoop) return s('crash-loop', `workers keep failing: ${backoff.lastError ?? 'unknown error'}`);
     if (!dcOk)
       return s('never-placeable', `this node is in ${this.o.dataCenterId}, not in the endpoint's dataCenterIds`);
@@ -615,6 +632,12 @@ export class Supervisor {
     if (views.length === 0) return s('no-worker-yet', 'no worker is running yet; one is being started');
     if (views.some((v) => v.state === 'initializing')) return s('scaling-up', 'workers are starting');
     if (throttled > 0) return s('no-gpu-capacity', 'more workers are wanted but no GPU of the requested types is free');
+    if (held > 0) {
+      return s(
+        'workers-stopping',
+        'workersMax is taken by workers that are stopping or finishing their last jobs; the next starts when one is gone',
+      );
+    }
     if (views.length >= endpoint.workersMax)
       return s('max-workers-reached', `all ${endpoint.workersMax} workers are busy (workersMax reached)`);
     return s('all-workers-busy', 'all workers are busy');

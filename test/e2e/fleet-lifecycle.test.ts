@@ -103,7 +103,7 @@ it('rolls workers on an endpoint change: new jobs go to a new-version worker, th
   // Then the old worker goes (retired once its replacement was ready: it took nothing after its job); what stays
   // (idleTimeout 60 s) runs the new version: the quick job's worker, and the replacement started beside the busy
   // old worker (surge first), when they are not the same.
-  await waitUntil(() => !isAlive(oldPid!), 10_000);
+  await waitUntil(() => !isAlive(oldPid!) && !t!.pids().includes(oldPid!), 10_000);
   await waitUntil(async () => (await t!.workers(ep)).every((w) => w.id !== oldWorker), 5_000);
   expect(t.pids().length).toBeGreaterThanOrEqual(1);
   for (const pid of t.pids()) expect(environ(pid)).toContain('MODEL=v2');
@@ -147,7 +147,8 @@ it('a rollout to a template that cannot start keeps the old worker serving; the 
     env: { WHARF_WORKER_RETRY_BASE_MS: '100', MODEL: 'v3' },
   });
   expect(fixed.status).toBe(200);
-  await waitUntil(() => !isAlive(oldPid!), 20_000);
+  // Gone, and its pid file too (removed just after the process exits).
+  await waitUntil(() => !isAlive(oldPid!) && !t!.pids().includes(oldPid!), 20_000);
   const [newPid] = t.pids();
   expect(newPid).not.toBe(oldPid);
   expect(environ(newPid!)).toContain('MODEL=v3');
@@ -155,6 +156,35 @@ it('a rollout to a template that cannot start keeps the old worker serving; the 
   expect(after.status).toBe('COMPLETED');
   expect(after.workerId).not.toBe(oldWorker);
   expect(t.pids()).toEqual([newPid]);
+});
+
+it('fixing a release whose worker hangs at start keeps the last good worker until the fix is up', async () => {
+  t = await startFleet();
+  const ep = await t.endpoint({ workersMin: 1, workersMax: 1, idleTimeout: 60 });
+  const first = await t.waitJob(ep, await t.run(ep, { n: 'v1' }));
+  expect(first.status).toBe('COMPLETED');
+  const [goodPid] = t.pids();
+  const templateId = (await t.api('GET', `/v1/endpoints/${ep}`)).json.templateId as string;
+
+  // v2 starts but never calls in: its worker stays initializing beside the good one.
+  const hanging = ['node', '-e', 'setInterval(() => {}, 1000)'];
+  expect((await t.api('PATCH', `/v1/templates/${templateId}`, { dockerStartCmd: hanging })).status).toBe(200);
+  await waitUntil(() => t!.pids().length === 2, 10_000);
+  const hungPid = t.pids().find((p) => p !== goodPid)!;
+  await sleep(500);
+  expect(isAlive(goodPid!)).toBe(true);
+
+  // v3 fixes it: the v2 worker, still starting, goes at once; the good one serves until v3 is up.
+  const fixed = await t.api('PATCH', `/v1/templates/${templateId}`, {
+    dockerStartCmd: ['node', 'worker.ts'],
+    env: { WHARF_WORKER_RETRY_BASE_MS: '100', MODEL: 'v3' },
+  });
+  expect(fixed.status).toBe(200);
+  const after = await t.waitJob(ep, await t.run(ep, { n: 'after the fix' }), 10_000);
+  expect(after.status).toBe('COMPLETED');
+  await waitUntil(() => !isAlive(hungPid) && !isAlive(goodPid!), 15_000);
+  await waitUntil(() => t!.pids().length === 1 && !t!.pids().includes(hungPid), 5_000);
+  expect(environ(t.pids()[0]!)).toContain('MODEL=v3');
 });
 
 it('under steady load a busy outdated worker is still replaced: it retires after its job once the new one is up', async () => {
@@ -177,6 +207,7 @@ it('under steady load a busy outdated worker is still replaced: it retires after
     if ((await t.health(ep)).jobs.inQueue < 2) await submit(2);
   }
   expect(isAlive(oldPid!)).toBe(false);
+  await waitUntil(() => !t!.pids().includes(oldPid!), 5_000);
   const finals = [];
   for (const id of ids) finals.push(await t.waitJob(ep, id, 20_000));
   expect(finals.every((f) => f.status === 'COMPLETED')).toBe(true);
