@@ -30,14 +30,16 @@
  *   unproven: the stop rules do not count them.
  * - Precedence when several rules apply (counting serving workers without the unproven ones):
  *   1. hand-over: outdated workers whose replacements are ready leave.
- *   2. above-max: idle workers beyond workersMax stop right away (outdated first, then longest idle), but never so
- *      that fewer than workersMin current-version workers remain. Busy workers are never cut for it.
+ *   2. above-max: workers beyond workersMax go right away: outdated ones first (idle ones stop, busy ones retire
+ *      and finish their jobs), then the longest idle current ones, never below workersMin current-version workers.
+ *      Busy current-version workers are never cut for it.
  *   3. outdated-version: outdated idle workers beyond desired stop (surplus) without waiting for the idle timeout;
- *      a busy one beyond desired hands over to an idle current-version worker, if one is there (busy workers are
- *      never cut for surplus alone). When capacity is 0, no replacement is starting and nothing is stopping or retiring, one outdated worker
- *      leaves per tick anyway (idle first, else the least busy retires): its GPUs are probably what the replacement
- *      needs, and waiting would stall the update forever (so on a full GPU host a broken release can leave fewer
- *      workers).
+ *      a busy one beyond desired hands over to an idle current-version worker if one is there, which the idle
+ *      timeout then keeps (busy workers are never cut for surplus alone). When capacity is 0, the fleet is whole
+ *      (serving >= desired), no replacement is starting and nothing is stopping or retiring, one outdated worker
+ *      leaves anyway (idle first, else the least busy retires): its GPUs are probably what the replacement needs,
+ *      and waiting would stall the update forever (so on a full GPU host a broken release can leave one worker
+ *      fewer).
  *   4. idle-timeout: idle workers beyond desired whose idleForMs >= idleTimeoutS * 1000, longest idle first, never
  *      below desired, never below workersMin current-version workers, and not while low-priority jobs wait (the idle
  *      worker is what serves them; stopping it would strand them until normal jobs scale up).
@@ -126,7 +128,9 @@ function isLive(w: WorkerView): boolean {
 
 /** Raw demand f(queue) before clamping, with the rule that produced it. */
 function demand(policy: ScalerPolicy, queue: QueueSnapshot, workers: WorkerView[]): { f: number; why: DesiredReason } {
-  const live = workers.filter(isLive);
+  // A retiring worker finishes what it runs but serves no demand: counting it as busy would start a worker for it
+  // at every pass until one is up.
+  const live = workers.filter((w) => isLive(w) && !w.retiring);
   const inQueue = Math.max(0, queue.inQueue);
   const fromZero = inQueue > 0 && live.length === 0;
   switch (policy.scalerType) {
@@ -214,22 +218,25 @@ export function decideScaling(
     outdatedLeft().length > 0 ? serving.filter((w) => isCurrent(w) && w.state === 'initializing').length : 0;
   const counted = (): number => servingLeft - unproven;
 
-  // Outdated workers beyond `limit` go: idle ones, then busy ones that hand over to an idle current-version worker
-  // (one each; busy workers are never cut for surplus alone).
+  // Outdated workers beyond `limit` go: idle ones, then busy ones (retired: they finish their jobs). Below workersMax
+  // a busy one goes only by handing over to an idle current-version worker, one each (`standIns`, kept from the
+  // idle timeout): busy workers are never cut for surplus alone.
   let spareIdle = idleLeft().filter(isCurrent).length;
-  const shedOutdated = (limit: number): void => {
+  let standIns = 0;
+  const shedOutdated = (limit: number, busyNeedsStandIn: boolean): void => {
     for (const w of outdatedLeft().sort(idleThenLeastBusy)) {
       if (counted() <= limit) break;
-      if (w.state !== 'idle') {
+      if (w.state !== 'idle' && busyNeedsStandIn) {
         if (spareIdle === 0) break;
         spareIdle -= 1;
+        standIns += 1;
       }
       leave(w, 'outdated-version');
     }
   };
 
   // 2. above-max: e.g. workersMax was lowered, or a replacement is up; outdated workers go first.
-  shedOutdated(max);
+  shedOutdated(max, false);
   for (const w of idleLeft().filter(isCurrent).sort(longestIdleFirst)) {
     if (counted() <= max || spareIdle === 0) break;
     if (currentLeft <= min) continue;
@@ -238,10 +245,12 @@ export function decideScaling(
   }
 
   // 3. outdated-version: beyond desired, outdated workers go as above; with no capacity, one makes way.
-  shedOutdated(desired);
+  shedOutdated(desired, true);
   const anyOutdatedGone = [...stop, ...retire].some((x) => x.reason === 'outdated-version');
   const settled = holding === 0 && unproven === 0 && !live.some((w) => w.retiring);
-  if (cap === 0 && settled && !anyOutdatedGone) {
+  // Only while the fleet is whole: if the freed GPU does not let a replacement start (another endpoint took it, the
+  // update asks for other GPUs), the next worker waits instead of the whole fleet going one pass at a time.
+  if (cap === 0 && settled && !anyOutdatedGone && servingLeft >= desired) {
     const first = outdatedLeft().sort(idleThenLeastBusy)[0];
     if (first !== undefined) leave(first, 'outdated-version');
   }
@@ -253,6 +262,7 @@ export function decideScaling(
       if (counted() <= desired) break;
       if (w.idleForMs < timeoutMs) continue;
       if (isCurrent(w) && currentLeft <= min) continue;
+      if (isCurrent(w) && idleLeft().filter(isCurrent).length <= standIns) continue;
       leave(w, 'idle-timeout');
     }
   }
