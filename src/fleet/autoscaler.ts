@@ -206,7 +206,8 @@ export function decideScaling(
   const replacementOf = new Map<string, WorkerView>();
   for (const w of serving) if (isCurrent(w) && w.replaces) replacementOf.set(w.replaces, w);
 
-  // Outdated workers still starting retire at once; the others hand over to their replacements once those are up.
+  // 1. hand-over: outdated workers still starting retire at once; the others hand over to their replacements once
+  //    those are up.
   for (const w of serving) {
     if (!isOutdated(w)) continue;
     const replacement = replacementOf.get(w.id);
