@@ -36,7 +36,8 @@
  *   3. outdated-version: outdated idle workers beyond desired stop (surplus) without waiting for the idle timeout;
  *      a busy one beyond desired hands over to an idle current-version worker if one is there, which the idle
  *      timeout then keeps (busy workers are never cut for surplus alone). When capacity is 0, the fleet is whole
- *      (serving >= desired), no replacement is starting and nothing is stopping or retiring, one outdated worker
+ *      (serving >= desired, or as large as it has been since the version changed: `fleet.largestServing`), no
+ *      replacement is starting and nothing is stopping or retiring, one outdated worker
  *      leaves anyway (idle first, else the least busy retires): its GPUs are probably what the replacement needs,
  *      and waiting would stall the update forever (so on a full GPU host a broken release can leave one worker
  *      fewer).
@@ -91,6 +92,18 @@ export type DesiredReason =
   'scale-from-zero' | 'queue-delay' | 'request-count' | 'busy-workers' | 'min-workers' | 'at-max' | 'no-demand';
 
 export type ScalingReason = DesiredReason | 'rolling-update' | 'above-max' | 'idle-timeout';
+
+/** What the supervisor knows beyond this pass's snapshot. */
+export interface FleetMemory {
+  /** Workers of the endpoint still stopping: they hold slots (and GPUs) until they are gone. */
+  holding?: number;
+  /**
+   * The most serving workers (live, not retiring) the endpoint has had since its version last changed: with no GPU
+   * free, an outdated worker makes way only while the fleet is that large (or desired), i.e. when the previous
+   * one's replacement did start.
+   */
+  largestServing?: number;
+}
 
 export interface ScalingDecision {
   desired: number;
@@ -177,14 +190,15 @@ export function decideScaling(
   queue: QueueSnapshot,
   workers: WorkerView[],
   capacity: number,
-  /** Workers of the endpoint still stopping: they hold slots (and GPUs) until they are gone. */
-  holding = 0,
+  fleet: FleetMemory = {},
 ): ScalingDecision {
+  const holding = Math.max(0, fleet.holding ?? 0);
   const { f, why: rawWhy } = demand(policy, queue, workers);
   const { desired, why } = clampDesired(policy, f, rawWhy);
   const cap = Math.max(0, capacity);
-  const min = Math.max(0, policy.workersMin);
   const max = Math.max(0, policy.workersMax);
+  // Rows saved before workersMin <= workersMax was enforced: workersMax wins, as for desired.
+  const min = Math.min(Math.max(0, policy.workersMin), max);
   const isCurrent = (w: WorkerView): boolean => w.version >= policy.version;
   const isOutdated = (w: WorkerView): boolean => !isCurrent(w);
 
@@ -249,9 +263,11 @@ export function decideScaling(
   shedOutdated(desired, true);
   const anyOutdatedGone = [...stop, ...retire].some((x) => x.reason === 'outdated-version');
   const settled = holding === 0 && unproven === 0 && !live.some((w) => w.retiring);
-  // Only while the fleet is whole: if the freed GPU does not let a replacement start (another endpoint took it, the
-  // update asks for other GPUs), the next worker waits instead of the whole fleet going one pass at a time.
-  if (cap === 0 && settled && !anyOutdatedGone && servingLeft >= desired) {
+  // Only while the fleet is whole (as large as it has been in this update, or desired): if the freed GPU did not let
+  // a replacement start (another endpoint took it, the update asks for other GPUs), the next worker waits instead
+  // of the whole fleet going one pass at a time.
+  const whole = Math.min(desired, fleet.largestServing ?? Infinity);
+  if (cap === 0 && settled && !anyOutdatedGone && servingLeft >= whole) {
     const first = outdatedLeft().sort(idleThenLeastBusy)[0];
     if (first !== undefined) leave(first, 'outdated-version');
   }
@@ -268,8 +284,8 @@ export function decideScaling(
     }
   }
 
-  // Retiring workers, and those retired now, hold their slots until they are stopped; so do stopping ones.
-  const occupied = live.length - stop.length + Math.max(0, holding);
+  // Retiring workers, those retired or stopped now, and stopping ones hold their slots until they are gone.
+  const occupied = live.length + holding;
   const wanted = Math.max(0, desired - servingLeft);
   const placeable = Math.min(cap, wanted);
   const start = Math.min(placeable, Math.max(0, max - occupied));

@@ -80,6 +80,8 @@ export class Supervisor {
   /** The endpoint version each history belongs to: a changed endpoint (a fixed template) starts with a clean slate. */
   private readonly historyVersion = new Map<string, number>();
   private readonly statuses = new Map<string, FleetStatus>();
+  /** Per endpoint, the most serving workers it has had since its version last changed (decideScaling's memory). */
+  private readonly largestServing = new Map<string, { version: number; count: number }>();
   private readonly dirty = new Set<string>();
   /** Stops begun by a pass and not over yet (stopSoon); shutdown waits for them. */
   private readonly pendingStops = new Set<Promise<void>>();
@@ -210,6 +212,7 @@ export class Supervisor {
       if ([...this.managed.values()].some((m) => m.endpointId === endpointId)) return;
       this.d.logs.drop(endpointId);
       this.statuses.delete(endpointId);
+      this.largestServing.delete(endpointId);
       this.history.delete(endpointId);
       this.historyVersion.delete(endpointId);
       return;
@@ -266,6 +269,10 @@ export class Supervisor {
     // Workers still stopping hold their process (and GPU) until they are gone: workersMax counts them.
     let stopping = 0;
     for (const m of this.managed.values()) if (m.endpointId === endpointId && m.stopping) stopping++;
+    const servingNow = views.filter((v) => !v.retiring).length;
+    const largest = this.largestServing.get(endpointId);
+    const largestServing = largest?.version === endpoint.version ? Math.max(largest.count, servingNow) : servingNow;
+    this.largestServing.set(endpointId, { version: endpoint.version, count: largestServing });
     const decision = decideScaling(
       {
         workersMin: endpoint.workersMin,
@@ -283,7 +290,7 @@ export class Supervisor {
       },
       views,
       capacity,
-      stopping,
+      { holding: stopping, largestServing },
     );
 
     for (const s of decision.stop) {

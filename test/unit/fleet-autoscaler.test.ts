@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { decideScaling, surgeAllowance } from '../../src/fleet/autoscaler.ts';
 import type {
+  FleetMemory,
   QueueSnapshot,
   ScalerPolicy,
   ScalingDecision,
@@ -40,6 +41,7 @@ interface Case {
   queue?: Partial<QueueSnapshot>;
   workers?: WorkerView[];
   capacity?: number;
+  fleet?: FleetMemory;
   expect: Partial<ScalingDecision>;
 }
 
@@ -270,6 +272,31 @@ const cases: Case[] = [
     expect: { desired: 2, start: 0, stop: [], retire: [] },
   },
   {
+    name: 'a fleet that its GPUs cap below desired still rolls: with no GPU free, one outdated worker makes way',
+    policy: { workersMax: 4, scalerType: 'REQUEST_COUNT', scalerValue: 4, version: 2 },
+    queue: { inQueue: 20, inProgress: 2, oldestQueuedAgeMs: 0 },
+    workers: [w('o0', 'running'), w('o1', 'running', { runningJobs: 2 })],
+    capacity: 0,
+    fleet: { largestServing: 2 },
+    expect: { desired: 4, start: 0, stop: [], retire: [{ workerId: 'o0', reason: 'outdated-version' }] },
+  },
+  {
+    name: 'after making way, the next outdated worker waits while the fleet is smaller than it was (GPU taken)',
+    policy: { workersMin: 2, workersMax: 2, version: 2 },
+    workers: [w('o1', 'idle')],
+    capacity: 0,
+    fleet: { largestServing: 2 },
+    expect: { stop: [], retire: [] },
+  },
+  {
+    name: 'a one-GPU host with workersMin 2 rolls its one worker',
+    policy: { workersMin: 2, workersMax: 2, version: 2 },
+    workers: [w('o0', 'idle')],
+    capacity: 0,
+    fleet: { largestServing: 1 },
+    expect: { stop: [{ workerId: 'o0', reason: 'outdated-version' }] },
+  },
+  {
     name: 'above workersMax, busy outdated workers retire even without a stand-in (workersMax lowered)',
     policy: { workersMax: 2, version: 2 },
     queue: { inQueue: 5, inProgress: 3, oldestQueuedAgeMs: 0 },
@@ -377,7 +404,7 @@ const cases: Case[] = [
 
 describe('decideScaling — table', () => {
   it.each(cases)('$name', (c) => {
-    const decision = decideScaling(policy(c.policy), queue(c.queue), c.workers ?? [], c.capacity ?? 10);
+    const decision = decideScaling(policy(c.policy), queue(c.queue), c.workers ?? [], c.capacity ?? 10, c.fleet);
     expect(decision).toMatchObject(c.expect);
   });
 });
