@@ -251,6 +251,10 @@ export class WebhookDeliverer {
 
 /** A network error, with its cause when it has one. */
 function describe(thrown: unknown): string {
+  // Every address of a host failed (happy eyeballs): Node throws an AggregateError with an empty message.
+  if (thrown instanceof AggregateError && thrown.message === '') {
+    return [...new Set(thrown.errors.map((e) => coerceError(e).message))].join('; ').slice(0, 500);
+  }
   const error = coerceError(thrown);
   const cause = error.cause as { code?: string; message?: string } | undefined;
   const detail = cause?.message ?? cause?.code;

@@ -33,9 +33,15 @@ for (const [net, prefix] of [
   PRIVATE.addSubnet(net, prefix, 'ipv4');
 }
 for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
+  ['::', 96], // unspecified, loopback, and IPv4-compatible ::a.b.c.d (which reaches that IPv4 address)
+  ['::ffff:0:0:0', 96], // IPv4-translated
+  ['64:ff9b::', 96], // NAT64: reaches any IPv4 address, private ones included, through the gateway
+  ['64:ff9b:1::', 48], // local-use NAT64
+  ['100::', 64], // discard
+  ['2001::', 32], // Teredo: tunnels to an IPv4 address
+  ['2002::', 16], // 6to4: likewise
   ['fc00::', 7], // unique local
+  ['fec0::', 10], // site-local (deprecated, still routed on some networks)
   ['fe80::', 10], // link-local
   ['ff00::', 8], // multicast
 ] as const) {
@@ -48,8 +54,9 @@ export function isPrivateAddress(address: string): boolean {
   const family = isIP(bare);
   if (family === 4) return PRIVATE.check(bare, 'ipv4');
   if (family !== 6) return false;
-  // An IPv4 address written as IPv6 (::ffff:10.0.0.1, or the NAT64 prefix) reaches that IPv4 address.
-  const embedded = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/i.exec(bare)?.[1];
+  // An IPv4-mapped address (::ffff:10.0.0.1, ::ffff:a00:1) reaches that IPv4 address: judged as one. (The other
+  // IPv6 forms that carry an IPv4 address are blocked whole above.)
+  const embedded = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(bare)?.[1];
   if (embedded !== undefined) return PRIVATE.check(embedded, 'ipv4');
   const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(bare);
   if (hex) {
@@ -105,11 +112,14 @@ export function publicOnlyLookup(hostname: string, options: LookupOptions, callb
   });
 }
 
+// Connections are reused, but an idle one is closed after a few seconds: a receiver that never closes its end must
+// not hold a socket (and a file descriptor) of the server for good.
+const POOL = { keepAlive: true, timeout: 5_000, maxFreeSockets: 64 };
 const agents = {
-  any: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) },
+  any: { http: new HttpAgent(POOL), https: new HttpsAgent(POOL) },
   publicOnly: {
-    http: new HttpAgent({ keepAlive: true, lookup: publicOnlyLookup }),
-    https: new HttpsAgent({ keepAlive: true, lookup: publicOnlyLookup }),
+    http: new HttpAgent({ ...POOL, lookup: publicOnlyLookup }),
+    https: new HttpsAgent({ ...POOL, lookup: publicOnlyLookup }),
   },
 };
 

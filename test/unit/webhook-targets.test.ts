@@ -30,6 +30,12 @@ describe('isPrivateAddress', () => {
     '::ffff:7f00:1', // the same, as URL parsing writes it
     '::ffff:a00:1', // 10.0.0.1
     '64:ff9b::10.0.0.1',
+    '64:ff9b::a9fe:a9fe', // NAT64 to 169.254.169.254, as URL parsing and DNS write it
+    '::7f00:1', // IPv4-compatible ::127.0.0.1
+    '::ffff:0:7f00:1', // IPv4-translated
+    '2002:7f00:1::', // 6to4 of 127.0.0.1
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2', // Teredo
+    'fec0::1',
   ])('%s is private', (address) => {
     expect(isPrivateAddress(address)).toBe(true);
   });
@@ -59,6 +65,8 @@ describe('privateLiteral', () => {
       'http://app.localhost/',
       'http://localhost./',
       'http://169.254.169.254/latest/meta-data/',
+      'http://[::127.0.0.1]/',
+      'http://[64:ff9b::169.254.169.254]/',
     ]) {
       expect(privateLiteral(new URL(url), true), url).not.toBeNull();
     }
