@@ -15,6 +15,20 @@ export interface EndpointHealth {
   };
 }
 
+/**
+ * The supervisor's reasons that explain queued jobs (its pass gives none when nothing is queued): the status is as
+ * old as its last pass, so once the queue is empty they are dropped rather than shown for jobs already done.
+ */
+const WHILE_QUEUED = new Set([
+  'max-workers-zero',
+  'low-priority-waiting',
+  'no-worker-yet',
+  'scaling-up',
+  'workers-stopping',
+  'max-workers-reached',
+  'all-workers-busy',
+]);
+
 /** The /health body (interface §4.1 rule 7), with the extra worker states the hosted service also reports. */
 export async function endpointHealth(
   store: Store,
@@ -34,8 +48,9 @@ export async function endpointHealth(
   }
   w.ready = w.idle;
   w.throttled += fleet?.throttled ?? 0;
+  const stale = counts.inQueue === 0 && WHILE_QUEUED.has(fleet?.reason ?? '');
   return {
-    ...(fleet?.reason ? { scaling: { reason: fleet.reason, message: fleet.message } } : {}),
+    ...(fleet?.reason && !stale ? { scaling: { reason: fleet.reason, message: fleet.message } } : {}),
     jobs: {
       completed: counts.completed,
       failed: counts.failed + counts.timedOut,

@@ -111,3 +111,21 @@ describe('without a supervisor on the node', () => {
     }
   });
 });
+
+describe('/health scaling', () => {
+  it('drops a reason about queued jobs once none are queued, without waiting for the next pass', async () => {
+    // One pass when the job arrives at the cold endpoint (the supervisor is poked), none after it for a minute: the
+    // supervisor's status stays that pass's "no worker yet" while the job is started and done.
+    const slow = await startFleet({ scaleIntervalMs: 60_000 });
+    try {
+      const ep = await slow.endpoint({ workersMax: 1, idleTimeout: 60 });
+      const id = await slow.run(ep, { n: 1 });
+      expect((await slow.waitJob(ep, id)).status).toBe('COMPLETED');
+      const h = await slow.health(ep);
+      expect(h.jobs.inQueue).toBe(0);
+      expect(h.scaling).toBeUndefined();
+    } finally {
+      await closeFleet(slow);
+    }
+  });
+});
