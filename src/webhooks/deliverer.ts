@@ -4,7 +4,7 @@ import { coerceError } from '../errors/index.ts';
 import type { Store, WebhookDelivery, WebhookDeliveryState } from '../store/index.ts';
 import { webhookSecretOf } from './secrets.ts';
 import { signPayload } from './signature.ts';
-import { mayReachPrivate, postWebhook, PrivateTargetError, type PrivateTargets } from './targets.ts';
+import { BlockedTargetError, mayReachPrivate, postWebhook, type PrivateTargets } from './targets.ts';
 
 export interface WebhookDelivererOptions {
   /** Pause between a failed attempt and the next (interface §6: 10 s). */
@@ -181,7 +181,7 @@ export class WebhookDeliverer {
     const started = performance.now();
     let statusCode: number | null = null;
     let error: string | null = null;
-    // A refused private target stays refused: no retry.
+    // A refused target (private address, blocked port) stays refused: no retry.
     let refused = false;
     try {
       statusCode = await postWebhook({
@@ -212,7 +212,7 @@ export class WebhookDeliverer {
         return;
       }
       error = timeout.aborted ? `no answer within ${this.opts.timeoutMs} ms` : describe(thrown);
-      refused = thrown instanceof PrivateTargetError;
+      refused = thrown instanceof BlockedTargetError;
     }
     const durationMs = Math.round(performance.now() - started);
     const state: WebhookDeliveryState =

@@ -77,8 +77,31 @@ export function privateLiteral(url: URL, names = false): string | null {
   return null;
 }
 
-export class PrivateTargetError extends Error {
-  readonly code = 'PRIVATE_TARGET';
+/**
+ * Ports that browsers' fetch refuses ("bad ports": mail, shell, IRC, …): a POST of a job's JSON there is never a
+ * webhook receiver, only a way to speak to another protocol's server. Deliveries used fetch before, so refusing them
+ * keeps what worked.
+ */
+const BAD_PORTS = new Set([
+  1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104, 109, 110,
+  111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515, 526, 530, 531, 532,
+  540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061,
+  6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080,
+]);
+
+/** The reason a webhook URL's port is refused, or null. */
+export function blockedPort(url: URL): string | null {
+  if (url.port === '' || !BAD_PORTS.has(Number(url.port))) return null;
+  return `port ${url.port} is not a webhook receiver's (it is refused like fetch's blocked ports)`;
+}
+
+/** A target refused for good (its delivery fails at once, no retry). */
+export class BlockedTargetError extends Error {
+  readonly code: string = 'BLOCKED_TARGET';
+}
+
+export class PrivateTargetError extends BlockedTargetError {
+  override readonly code: string = 'PRIVATE_TARGET';
   constructor(why: string) {
     super(
       `${why}; webhooks to such addresses are sent for admin users only, unless WHARF_WEBHOOK_PRIVATE_TARGETS says otherwise`,
@@ -138,6 +161,8 @@ export interface WebhookPost {
  */
 export function postWebhook(p: WebhookPost): Promise<number> {
   const url = new URL(p.url);
+  const port = blockedPort(url);
+  if (port !== null) return Promise.reject(new BlockedTargetError(port));
   if (p.publicOnly) {
     const literal = privateLiteral(url);
     if (literal !== null) return Promise.reject(new PrivateTargetError(literal));

@@ -293,7 +293,7 @@ describe('private targets (webhookPrivateTargets, default admins)', () => {
     const before = receiver.received.length;
     for (const webhook of [
       receiver.url('/ok'),
-      'http://localhost:9/hook',
+      'http://localhost:9000/hook',
       'http://169.254.169.254/latest/meta-data/',
       'http://[::1]:8080/',
       'http://10.0.0.8/hook',
@@ -313,6 +313,14 @@ describe('private targets (webhookPrivateTargets, default admins)', () => {
       200,
     );
     expect(receiver.received.length).toBe(before);
+  });
+
+  it("a blocked port (fetch's list: SMTP, SSH, IRC …) is refused at submission, for the admin too", async () => {
+    const ep = await createEndpoint(t);
+    const res = await t.api('POST', `/v2/${ep}/run`, { input: {}, webhook: 'http://127.0.0.1:25/hook' });
+    expect(res.status).toBe(400);
+    expect(res.json.message).toMatch(/port 25 is not a webhook receiver/);
+    expect(res.json.details).toEqual([expect.objectContaining({ field: 'webhook' })]);
   });
 
   it('a host name that resolves to a private address is refused when delivered: failed at once, nothing sent', async () => {

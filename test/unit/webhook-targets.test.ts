@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import {
+  blockedPort,
   isPrivateAddress,
   mayReachPrivate,
   privateLiteral,
@@ -101,5 +102,21 @@ describe('publicOnlyLookup', () => {
 
   it('passes resolution errors through', async () => {
     await expect(lookup('no-such-host.invalid', false)).rejects.toMatchObject({ code: 'ENOTFOUND' });
+  });
+});
+
+describe('blockedPort', () => {
+  it("refuses fetch's blocked ports (mail, shell, IRC …) and nothing else", () => {
+    for (const url of ['http://example.com:25/', 'https://example.com:22/x', 'http://example.com:6667/']) {
+      expect(blockedPort(new URL(url)), url).toMatch(/port \d+ is not a webhook receiver/);
+    }
+    for (const url of [
+      'http://example.com/',
+      'https://example.com:443/',
+      'http://example.com:8080/',
+      'http://x:3000/',
+    ]) {
+      expect(blockedPort(new URL(url)), url).toBeNull();
+    }
   });
 });
