@@ -364,14 +364,14 @@ describe('job-take', () => {
     const w = protocolWorker(t, ep, wid('w'));
     const res0 = await t.api('POST', `/v2/${ep}/run`, {
       input: { prompt: 'hé ✓' },
-      webhook: 'http://127.0.0.1:9/hook',
+      webhook: 'http://127.0.0.1:9999/hook',
       policy: { ttl: 600_000 },
     });
     const id = res0.json.id as string;
     const res = await w.take();
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')?.split(';')[0]).toBe('application/json');
-    expect(res.json).toMatchObject({ id, input: { prompt: 'hé ✓' }, webhook: 'http://127.0.0.1:9/hook' });
+    expect(res.json).toMatchObject({ id, input: { prompt: 'hé ✓' }, webhook: 'http://127.0.0.1:9999/hook' });
     expect(res.json.policy.ttl).toBe(600_000);
     expect((await status(ep, id)).status).toBe('IN_PROGRESS');
   });
