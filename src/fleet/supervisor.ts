@@ -3,8 +3,8 @@ import { allowsAnyDataCenter, newWorkerId, type Endpoint, type WorkerRecord } fr
 import { coerceError } from '../errors/index.ts';
 import { hashKey, usageOf, type Accounts, type Clock, type JobEngine, type WorkerGateway } from '../engine/index.ts';
 import type { SharedFleetStatus, Store } from '../store/index.ts';
-import { decideScaling, surgeAllowance, type WorkerView } from './autoscaler.ts';
-import { decideBackoff, recordFailure, type StartHistory } from './backoff.ts';
+import { decideScaling, surgeAllowance, type ScalingDecision, type WorkerView } from './autoscaler.ts';
+import { decideBackoff, recordFailure, type BackoffDecision, type StartHistory } from './backoff.ts';
 import type { Executor, RunningWorker } from './executors/types.ts';
 import { parseGpuIds, type GpuInventory, type GpuRequest } from './gpus.ts';
 import type { LogBook } from './logs.ts';
@@ -206,15 +206,7 @@ export class Supervisor {
     const endpoint = await this.d.store.getEndpoint(null, endpointId);
     const mine = [...this.managed.values()].filter((m) => m.endpointId === endpointId && !m.stopping);
     if (!endpoint) {
-      for (const m of mine) this.stopSoon(m, 'endpoint deleted');
-      // Once the last stop is over (each ends with another pass): a stopped worker's last lines are in by then, and
-      // nobody can ask for them any more.
-      if ([...this.managed.values()].some((m) => m.endpointId === endpointId)) return;
-      this.d.logs.drop(endpointId);
-      this.statuses.delete(endpointId);
-      this.largestServing.delete(endpointId);
-      this.history.delete(endpointId);
-      this.historyVersion.delete(endpointId);
+      this.forget(endpointId, mine);
       return;
     }
     // Failures of the previous version say nothing about this one: without the reset, fixing a crash-looping
@@ -228,6 +220,77 @@ export class Supervisor {
       this.d.store.runningByWorker(endpointId),
       this.d.store.listWorkers(endpointId),
     ]);
+    const views = await this.viewsOf(endpoint, mine, records, load, now);
+
+    const request = gpuRequest(endpoint);
+    const dcOk = allowsAnyDataCenter(endpoint.dataCenterIds) || endpoint.dataCenterIds.includes(this.o.dataCenterId);
+    const capacity = dcOk ? this.d.inventory.capacityFor(request) : 0;
+    // Workers still stopping hold their process (and GPU) until they are gone: workersMax counts them.
+    let stopping = 0;
+    for (const m of this.managed.values()) if (m.endpointId === endpointId && m.stopping) stopping++;
+    const decision = decideScaling(
+      {
+        workersMin: endpoint.workersMin,
+        workersMax: endpoint.workersMax,
+        idleTimeoutS: endpoint.idleTimeout,
+        scalerType: endpoint.scalerType,
+        scalerValue: endpoint.scalerValue,
+        version: endpoint.version,
+      },
+      {
+        inQueue: snapshot.inQueue,
+        inQueueLowPriority: snapshot.inQueueLowPriority,
+        inProgress: snapshot.inProgress,
+        oldestQueuedAgeMs: snapshot.oldestQueuedAt === null ? null : now - snapshot.oldestQueuedAt,
+      },
+      views,
+      capacity,
+      { holding: stopping, largestServing: this.noteServing(endpoint, views) },
+    );
+    await this.applyLeaves(endpoint, mine, decision, now);
+    const started = await this.startPlanned(endpoint, request, mine, views, decision, now);
+    this.statuses.set(
+      endpointId,
+      this.describe(
+        endpoint,
+        snapshot.inQueue + snapshot.inQueueLowPriority,
+        views,
+        started.throttled,
+        started.held,
+        started.backoff,
+        started.startError,
+        dcOk,
+        capacity,
+        request,
+        snapshot.inQueue === 0 && snapshot.inQueueLowPriority > 0,
+      ),
+    );
+  }
+
+  /** A deleted endpoint: its workers stop; once the last is gone, what was kept about it goes too. */
+  private forget(endpointId: string, mine: Managed[]): void {
+    for (const m of mine) this.stopSoon(m, 'endpoint deleted');
+    // Once the last stop is over (each ends with another pass): a stopped worker's last lines are in by then, and
+    // nobody can ask for them any more.
+    if ([...this.managed.values()].some((m) => m.endpointId === endpointId)) return;
+    this.d.logs.drop(endpointId);
+    this.statuses.delete(endpointId);
+    this.largestServing.delete(endpointId);
+    this.history.delete(endpointId);
+    this.historyVersion.delete(endpointId);
+  }
+
+  /**
+   * The autoscaler's view of this node's workers of the endpoint. On the way, workers that must go whatever the
+   * autoscaler decides are stopped: retired ones without jobs, ready ones silent past their lease, unwanted standbys.
+   */
+  private async viewsOf(
+    endpoint: Endpoint,
+    mine: Managed[],
+    records: WorkerRecord[],
+    load: Record<string, number>,
+    now: number,
+  ): Promise<WorkerView[]> {
     const byId = new Map(records.map((r) => [r.id, r]));
     const views: WorkerView[] = [];
     for (const m of mine) {
@@ -262,37 +325,25 @@ export class Supervisor {
         replaces: m.replaces,
       });
     }
+    return views;
+  }
 
-    const request = gpuRequest(endpoint);
-    const dcOk = allowsAnyDataCenter(endpoint.dataCenterIds) || endpoint.dataCenterIds.includes(this.o.dataCenterId);
-    const capacity = dcOk ? this.d.inventory.capacityFor(request) : 0;
-    // Workers still stopping hold their process (and GPU) until they are gone: workersMax counts them.
-    let stopping = 0;
-    for (const m of this.managed.values()) if (m.endpointId === endpointId && m.stopping) stopping++;
+  /** The most serving workers the endpoint has had since its version last changed, this pass's included. */
+  private noteServing(endpoint: Endpoint, views: WorkerView[]): number {
     const servingNow = views.filter((v) => !v.retiring).length;
-    const largest = this.largestServing.get(endpointId);
-    const largestServing = largest?.version === endpoint.version ? Math.max(largest.count, servingNow) : servingNow;
-    this.largestServing.set(endpointId, { version: endpoint.version, count: largestServing });
-    const decision = decideScaling(
-      {
-        workersMin: endpoint.workersMin,
-        workersMax: endpoint.workersMax,
-        idleTimeoutS: endpoint.idleTimeout,
-        scalerType: endpoint.scalerType,
-        scalerValue: endpoint.scalerValue,
-        version: endpoint.version,
-      },
-      {
-        inQueue: snapshot.inQueue,
-        inQueueLowPriority: snapshot.inQueueLowPriority,
-        inProgress: snapshot.inProgress,
-        oldestQueuedAgeMs: snapshot.oldestQueuedAt === null ? null : now - snapshot.oldestQueuedAt,
-      },
-      views,
-      capacity,
-      { holding: stopping, largestServing },
-    );
+    const largest = this.largestServing.get(endpoint.id);
+    const count = largest?.version === endpoint.version ? Math.max(largest.count, servingNow) : servingNow;
+    this.largestServing.set(endpoint.id, { version: endpoint.version, count });
+    return count;
+  }
 
+  /** Stops (or FlashBoot standbys) and retirements the decision names. */
+  private async applyLeaves(
+    endpoint: Endpoint,
+    mine: Managed[],
+    decision: ScalingDecision,
+    now: number,
+  ): Promise<void> {
     for (const s of decision.stop) {
       const m = this.managed.get(s.workerId);
       if (!m) continue;
@@ -308,8 +359,18 @@ export class Supervisor {
     for (const r of decision.retire) {
       await this.d.store.touchWorker(r.workerId, now, { retired: true, reason: `${r.reason}: finishing its jobs` });
     }
+  }
 
-    // What to start: plain starts, then surge starts each naming the outdated worker it replaces.
+  /** The starts the decision asks for, as far as standbys, workersMax, the backoff and probing allow. */
+  private async startPlanned(
+    endpoint: Endpoint,
+    request: GpuRequest,
+    mine: Managed[],
+    views: WorkerView[],
+    decision: ScalingDecision,
+    now: number,
+  ): Promise<{ throttled: number; held: number; startError: string | null; backoff: BackoffDecision }> {
+    // Plain starts, then surge starts each naming the outdated worker it replaces.
     const plan: Array<string | null> = [
       ...Array.from({ length: decision.start - decision.surge }, () => null),
       ...decision.surgeFor,
@@ -324,12 +385,12 @@ export class Supervisor {
     }
     // The decision counted the stopping workers; this only guards against a stop that began during this pass.
     let alive = 0;
-    for (const m of this.managed.values()) if (m.endpointId === endpointId && !m.standby) alive++;
+    for (const m of this.managed.values()) if (m.endpointId === endpoint.id && !m.standby) alive++;
     const surgeRoom = decision.surge > 0 ? surgeAllowance(endpoint.workersMax) : 0;
     const room = Math.max(0, endpoint.workersMax + surgeRoom - alive);
     const held = decision.held + Math.max(0, plan.length - room);
     plan.splice(room);
-    const backoff = decideBackoff(this.historyOf(endpointId), now);
+    const backoff = decideBackoff(this.historyOf(endpoint.id), now);
     let throttled = decision.throttled;
     let startError: string | null = null;
     // After start failures, while no worker of this version is up, one probe at a time: a broken image then costs
@@ -352,22 +413,7 @@ export class Supervisor {
     } else {
       throttled += plan.length;
     }
-    this.statuses.set(
-      endpointId,
-      this.describe(
-        endpoint,
-        snapshot.inQueue + snapshot.inQueueLowPriority,
-        views,
-        throttled,
-        held,
-        backoff,
-        startError,
-        dcOk,
-        capacity,
-        request,
-        snapshot.inQueue === 0 && snapshot.inQueueLowPriority > 0,
-      ),
-    );
+    return { throttled, held, startError, backoff };
   }
 
   /** Track readiness and idleness of a managed worker from its record and its running jobs. */
@@ -607,7 +653,7 @@ export class Supervisor {
     views: WorkerView[],
     throttled: number,
     held: number,
-    backoff: ReturnType<typeof decideBackoff>,
+    backoff: BackoffDecision,
     startError: string | null,
     dcOk: boolean,
     capacity: number,
