@@ -109,6 +109,18 @@ export class PrivateTargetError extends BlockedTargetError {
   }
 }
 
+/**
+ * Why a webhook may not go to `url`, as far as the URL itself says: a blocked port, or (`publicOnly`) a private IP
+ * literal, and localhost too with `names`. Null when it may; a host name is checked again when it is resolved.
+ * The submission check and the delivery both ask this.
+ */
+export function refusal(url: URL, publicOnly: boolean, names = false): BlockedTargetError | null {
+  const port = blockedPort(url);
+  if (port !== null) return new BlockedTargetError(port);
+  const literal = publicOnly ? privateLiteral(url, names) : null;
+  return literal === null ? null : new PrivateTargetError(literal);
+}
+
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /**
@@ -161,12 +173,8 @@ export interface WebhookPost {
  */
 export function postWebhook(p: WebhookPost): Promise<number> {
   const url = new URL(p.url);
-  const port = blockedPort(url);
-  if (port !== null) return Promise.reject(new BlockedTargetError(port));
-  if (p.publicOnly) {
-    const literal = privateLiteral(url);
-    if (literal !== null) return Promise.reject(new PrivateTargetError(literal));
-  }
+  const refused = refusal(url, p.publicOnly);
+  if (refused !== null) return Promise.reject(refused);
   const https = url.protocol === 'https:';
   const pool = p.publicOnly ? agents.publicOnly : agents.any;
   return new Promise<number>((resolve, reject) => {

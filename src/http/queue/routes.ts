@@ -2,13 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { LIMITS, POLICY, type Endpoint, type User } from '../../domain/index.ts';
 import { endpointHealth, statusBody, streamBody, type Principal, type Submission } from '../../engine/index.ts';
 import { WharfError } from '../../errors/index.ts';
-import {
-  blockedPort,
-  mayReachPrivate,
-  PrivateTargetError,
-  privateLiteral,
-  type PrivateTargets,
-} from '../../webhooks/index.ts';
+import { mayReachPrivate, refusal, type PrivateTargets } from '../../webhooks/index.ts';
 import { authenticate, requireUser, type Access } from '../plugins/auth.ts';
 import { bindLog } from '../plugins/observability.ts';
 import { clientGone, sendJson, type AppDeps } from '../context.ts';
@@ -32,11 +26,9 @@ function checkWebhook(url: string | undefined, owner: User, privateTargets: Priv
   if (parsed.username !== '' || parsed.password !== '') {
     throw bad('webhook must not carry a user name or password (sign deliveries with the webhook secret instead)');
   }
-  const port = blockedPort(parsed);
-  if (port !== null) throw bad(`webhook: ${port}`);
   // A host name is checked when it is resolved, at delivery (its address may change until then).
-  const literal = mayReachPrivate(privateTargets, owner.isAdmin) ? null : privateLiteral(parsed, true);
-  if (literal !== null) throw bad(new PrivateTargetError(`webhook: ${literal}`).message);
+  const refused = refusal(parsed, !mayReachPrivate(privateTargets, owner.isAdmin), true);
+  if (refused !== null) throw bad(`webhook: ${refused.message}`);
 }
 
 /** The queue API of interface §4.1 under /v2/{endpointId}. Every success is HTTP 200 (the JS SDK insists). */
