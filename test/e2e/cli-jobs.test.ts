@@ -88,7 +88,7 @@ describe('running jobs', () => {
 
   it('cancel stops a running job', async () => {
     const { id } = (await cli(['run', ep, '--input', '{"sleepMs": 20000}', '--json'])).json();
-    await waitUntil(async () => (await fleet.status(ep, id)).status === 'IN_PROGRESS', 15_000);
+    await fleet.untilRunning(ep, id);
     const res = await cli(['cancel', ep, id]);
     expect(res).toMatchObject({ code: 0, stdout: `job ${id} CANCELLED\n` });
     expect((await cli(['status', ep, id, '--json'])).json().status).toBe('CANCELLED');

@@ -23,7 +23,7 @@ async function logs(ep: string, query = ''): Promise<Array<Record<string, any>>>
 it('cancels a running job through the stop channel; the worker stays and takes the next job', async () => {
   const ep = await t.endpoint({ workersMax: 1, idleTimeout: 5 });
   const id = await t.run(ep, { sleepMs: 20_000 });
-  await waitUntil(async () => (await t.status(ep, id)).status === 'IN_PROGRESS', 15_000);
+  await t.untilRunning(ep, id);
   const worker = (await t.status(ep, id)).workerId as string;
   const pids = t.pids();
   expect(pids).toHaveLength(1);

@@ -40,7 +40,7 @@ it('on close() (SIGTERM) the worker finishes its running job, the result is stor
   const ep = await t.endpoint({ workersMax: 1, idleTimeout: 5 });
   // Long enough that the server still answers when the worker has logged its SIGTERM, even on a slow machine.
   const id = await t.run(ep, { sleepMs: 5000 });
-  await waitUntil(async () => (await t!.status(ep, id)).status === 'IN_PROGRESS', 15_000);
+  await t.untilRunning(ep, id);
   const pids = t.pids();
   expect(pids).toHaveLength(1);
   expect(isAlive(pids[0]!)).toBe(true);
@@ -76,7 +76,7 @@ it('rolls workers on an endpoint change: new jobs go to a new-version worker, th
   // The long job outlasts the new worker's cold start on a slow machine; the idle timeout outlasts the whole test.
   const ep = await t.endpoint({ workersMax: 2, idleTimeout: 60, scalerType: 'REQUEST_COUNT', scalerValue: 1 });
   const long = await t.run(ep, { sleepMs: 8000 });
-  await waitUntil(async () => (await t!.status(ep, long)).status === 'IN_PROGRESS', 15_000);
+  await t.untilRunning(ep, long);
   const oldWorker = (await t.status(ep, long)).workerId as string;
   const [oldPid] = t.pids();
   expect(environ(oldPid!)).not.toContain('MODEL=v2');

@@ -19,11 +19,7 @@ afterEach(async () => {
 it('a worker that hangs after it became ready is stopped when its lease runs out, and replaced', async () => {
   const ep = await t.endpoint({ workersMax: 1, idleTimeout: 30 });
   const id = await t.run(ep, { sleepMs: 60_000 });
-  await waitUntil(
-    async () => (await t.status(ep, id)).status === 'IN_PROGRESS',
-    20_000,
-    () => 'the job to start',
-  );
+  await t.untilRunning(ep, id, 20_000);
   const [hung] = t.pids();
   expect(hung).toBeDefined();
   const hungWorkerId = (await t.status(ep, id)).workerId as string;
@@ -57,11 +53,7 @@ it("a worker finishing its job within its stop's grace holds up no other endpoin
   const cold = await t.endpoint({ workersMax: 1, idleTimeout: 30 });
   // The job runs 7 s whatever happens: the stop waits for it (the grace is 8 s).
   const id = await t.run(busy, { holdMs: 7000 });
-  await waitUntil(
-    async () => (await t.status(busy, id)).status === 'IN_PROGRESS',
-    20_000,
-    () => 'the job to start',
-  );
+  await t.untilRunning(busy, id, 20_000);
   // Deleting the endpoint stops its worker (SIGTERM: the SDK finishes the running job first).
   expect((await t.api('DELETE', `/v1/endpoints/${busy}`)).status).toBe(204);
   const started = Date.now();

@@ -42,6 +42,8 @@ export interface Fleet extends TestServer {
   status(ep: string, id: string): Promise<any>;
   /** Poll /status until the job is terminal (or `ms` passes). */
   waitJob(ep: string, id: string, ms?: number): Promise<any>;
+  /** Poll /status until a worker runs the job (IN_PROGRESS); returns that status body. */
+  untilRunning(ep: string, id: string, ms?: number): Promise<any>;
   /** Pids of the worker processes the executor currently runs (its pid files). */
   pids(): number[];
 }
@@ -90,6 +92,18 @@ export async function startFleet(overrides: Record<string, unknown> = {}): Promi
         },
         ms,
         () => `job ${id} still ${JSON.stringify(last)}`,
+      );
+      return last;
+    },
+    async untilRunning(ep, id, ms = 15_000) {
+      let last: any;
+      await waitUntil(
+        async () => {
+          last = await fleet.status(ep, id);
+          return last.status === 'IN_PROGRESS';
+        },
+        ms,
+        () => `job ${id} to start; still ${JSON.stringify(last)}`,
       );
       return last;
     },

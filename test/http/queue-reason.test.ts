@@ -86,7 +86,7 @@ describe('queueReason on /status', () => {
   it('max-workers-reached while the only worker is busy; no queueReason once the job runs or finishes', async () => {
     const ep = await fleet.endpoint({ workersMax: 1 });
     const busy = await submit(ep, { sleepMs: 4000 });
-    await waitUntil(async () => (await fleet.status(ep, busy)).status === 'IN_PROGRESS', 10_000);
+    await fleet.untilRunning(ep, busy, 10_000);
     const waiting = await submit(ep, { n: 2 });
     const body = await reasonOf(ep, waiting, 'max-workers-reached');
     expect(body.queueReason.message).toMatch(/workersMax/);
