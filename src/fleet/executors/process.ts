@@ -240,12 +240,13 @@ export class ProcessExecutor implements Executor {
 
   /** SIGTERM, then SIGKILL after orphanGraceMs, to a left-over group that is provably ours. */
   private async killOrphan(record: PidRecord): Promise<boolean> {
-    if (orphanMembers(record).length === 0) return false;
+    const members = new OrphanMembers(record);
+    if (members.remaining() === 0) return false;
     // Not our child, so there is no exit event to wait for: poll /proc until the group is gone.
     const gone = async (ms: number): Promise<boolean> => {
       // performance.now(): a wall-clock step must not stretch or skip the wait.
       const deadline = performance.now() + ms;
-      while (orphanMembers(record).length > 0) {
+      while (members.remaining() > 0) {
         if (performance.now() >= deadline) return false;
         await sleep(ORPHAN_POLL_MS);
       }
@@ -259,24 +260,52 @@ export class ProcessExecutor implements Executor {
   }
 }
 
-/** Live processes of the recorded group that carry the worker's marker; a reused pid never matches both. */
-function orphanMembers(record: PidRecord): number[] {
-  const marker = `WHARF_WORKER_ID=${record.workerId}`;
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return [];
+/**
+ * The live processes of a recorded group that are provably ours. A process proves it once, by the worker's marker in
+ * its environment; after that it is followed by pid and start time, because a dying process loses its environment
+ * (its memory is released) while it still closes files and holds what it held, before it becomes a zombie.
+ */
+class OrphanMembers {
+  private readonly known = new Map<number, string>(); // pid → start ticks
+  private readonly record: PidRecord;
+  private readonly marker: string;
+
+  constructor(record: PidRecord) {
+    this.record = record;
+    this.marker = `WHARF_WORKER_ID=${record.workerId}`;
   }
-  return entries
-    .filter((e) => /^\d+$/.test(e))
-    .map(Number)
-    .filter((pid) => {
+
+  remaining(): number {
+    for (const [pid, startTicks] of this.proven()) this.known.set(pid, startTicks);
+    for (const [pid, startTicks] of this.known) {
       const stat = procStat(pid);
-      if (stat === null || stat.state === 'Z' || stat.pgrp !== record.pid) return false;
-      if (pid === record.pid && record.startTicks !== null && stat.startTicks !== record.startTicks) return false;
-      return procEnviron(pid).includes(marker);
-    });
+      // Gone, a zombie, or a reused pid (another start time): this one is done.
+      if (stat === null || stat.state === 'Z' || stat.startTicks !== startTicks) this.known.delete(pid);
+    }
+    return this.known.size;
+  }
+
+  /** Processes of the group that carry the marker; a reused pid never matches both. */
+  private proven(): Array<[number, string]> {
+    let entries: string[];
+    try {
+      entries = readdirSync('/proc');
+    } catch {
+      return [];
+    }
+    const found: Array<[number, string]> = [];
+    for (const entry of entries) {
+      if (!/^\d+$/.test(entry)) continue;
+      const pid = Number(entry);
+      const stat = procStat(pid);
+      if (stat === null || stat.state === 'Z' || stat.pgrp !== this.record.pid) continue;
+      if (pid === this.record.pid && this.record.startTicks !== null && stat.startTicks !== this.record.startTicks) {
+        continue;
+      }
+      if (procEnviron(pid).includes(this.marker)) found.push([pid, stat.startTicks]);
+    }
+    return found;
+  }
 }
 
 function procStat(pid: number): { state: string; pgrp: number; startTicks: string } | null {
