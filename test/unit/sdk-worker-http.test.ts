@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { USER_AGENT } from '../../src/sdk/worker/env.ts';
 import { describeHttpError, WorkerHttp } from '../../src/sdk/worker/http.ts';
+import { createLogger } from '../../src/sdk/worker/log.ts';
 
 interface Seen {
   method: string;
@@ -173,5 +174,60 @@ describe('WorkerHttp.request', () => {
     await firstClosed;
     await http.request('GET', `${base}/x`);
     expect(connections).toBe(2);
+  });
+});
+
+describe('post retries', () => {
+  const quiet = createLogger({ level: 'ERROR', json: true, write: () => {} });
+
+  it('a service that cannot be reached is retried on the unreachable schedule until it answers', async () => {
+    // A port nothing listens on, until a server starts there after a few attempts (a node restarting).
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const waits = [20, 20, 20, 20, 20, 20];
+    let restarted: Server | undefined;
+    setTimeout(() => {
+      restarted = createServer((_req, res) => res.writeHead(200).end('{}'));
+      restarted.listen(port, '127.0.0.1');
+    }, 70);
+    try {
+      const ok = await http.post(`http://127.0.0.1:${port}/done`, '{}', 'job-1', {
+        waitsMs: [20],
+        unreachableWaitsMs: waits,
+        log: quiet,
+        what: 'result',
+      });
+      expect(ok).toBe(true);
+    } finally {
+      restarted?.closeAllConnections();
+      await new Promise((resolve) => restarted?.close(resolve));
+    }
+  });
+
+  it('a 500 keeps the short schedule, a 502/503/504 (a gateway, the store away) the unreachable one', async () => {
+    let posts = 0;
+    let status = 500;
+    routes['/busy'] = (res) => {
+      posts++;
+      res.writeHead(status).end();
+    };
+    const opts = { waitsMs: [5, 5], unreachableWaitsMs: [5, 5, 5, 5, 5, 5], log: quiet, what: 'result' };
+    expect(await http.post(`${base}/busy`, '{}', 'job-2', opts)).toBe(false);
+    expect(posts).toBe(3);
+    posts = 0;
+    status = 503;
+    expect(await http.post(`${base}/busy`, '{}', 'job-2', opts)).toBe(false);
+    expect(posts).toBe(7);
+    // Without an unreachable schedule (stream chunks, progress) every 5xx is retried as Python does.
+    posts = 0;
+    expect(await http.post(`${base}/busy`, '{}', 'job-2', { ...opts, unreachableWaitsMs: undefined })).toBe(false);
+    expect(posts).toBe(3);
+    const started = Date.now();
+    expect(await http.post('http://127.0.0.1:1/x', '{}', 'job-3', { waitsMs: [5], log: quiet, what: 'result' })).toBe(
+      false,
+    );
+    expect(Date.now() - started).toBeLessThan(1000);
   });
 });

@@ -188,7 +188,8 @@ describe('worker SDK wire protocol', () => {
   });
 
   it('retries a result post on 5xx (3 attempts) and drops it on 4xx', async () => {
-    fake.doneStatuses.push(500, 503, 200, 404);
+    // 500s: the Python schedule (a 502/503/504 counts as the service being away: sdk-worker-http.test.ts).
+    fake.doneStatuses.push(500, 500, 200, 404);
     fake.push({ id: 'r-1', input: { a: 1 } }, { id: 'r-2', input: { a: 2 } }, { id: 'r-3', input: {} });
     run((job) => job.input);
     await doneFor('r-3');

@@ -28,6 +28,12 @@ export interface WorkerEnv {
   readonly endpointId: string | undefined;
   readonly logLevel: string;
   readonly retryWaitsMs: readonly number[];
+  /**
+   * A result post that cannot reach the service (refused, reset, timed out: a server restarting) is retried for
+   * about a minute, not the 5 s of retryWaitsMs: given up, the result is lost and the job runs again once the
+   * service notices (Python retries it not at all).
+   */
+  readonly resultUnreachableWaitsMs: readonly number[];
 }
 
 export function readWorkerEnv(env: Record<string, string | undefined>): WorkerEnv {
@@ -60,6 +66,7 @@ export function readWorkerEnv(env: Record<string, string | undefined>): WorkerEn
     endpointId: nonEmpty(env.RUNPOD_ENDPOINT_ID),
     logLevel: nonEmpty(env.RUNPOD_LOG_LEVEL) ?? nonEmpty(env.RUNPOD_DEBUG_LEVEL) ?? 'DEBUG',
     retryWaitsMs: [2 * retryBase, 3 * retryBase],
+    resultUnreachableWaitsMs: [2, 3, 5, 10, 10, 10, 10, 10].map((s) => s * retryBase),
   });
 }
 

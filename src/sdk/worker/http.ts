@@ -256,18 +256,29 @@ export class WorkerHttp {
 
   /**
    * POST a result, chunk or progress body. 5xx and connection errors are retried with the given waits (Python:
-   * 3 attempts, 2 s then 3 s); a 4xx is final. Resolves true when the service accepted it; never rejects.
+   * 3 attempts, 2 s then 3 s); connection errors and 502/503/504 with `unreachableWaitsMs` when given, counted
+   * apart; a 4xx is final. Resolves true when the service accepted it; never rejects.
    */
   async post(
     url: string,
     body: string,
     jobId: string,
-    opts: { waitsMs: readonly number[]; log: WorkerLogger; signal?: AbortSignal; what: string },
+    opts: {
+      waitsMs: readonly number[];
+      unreachableWaitsMs?: readonly number[];
+      log: WorkerLogger;
+      signal?: AbortSignal;
+      what: string;
+    },
   ): Promise<boolean> {
     // The Python SDK sends the job id this way too; handy in server and proxy logs.
     const reqOpts: RequestOptions = { body, signal: opts.signal, headers: { 'X-Request-ID': jobId } };
-    for (let attempt = 0; ; attempt++) {
+    // Failures of each kind count on their own schedule: answered 5xx, and an unreachable service.
+    let answered = 0;
+    let unreachable = 0;
+    for (let attempt = 1; ; attempt++) {
       let failure: string;
+      let wait: number | undefined;
       try {
         const res = await this.request('POST', url, reqOpts);
         if (res.status >= 200 && res.status < 300) return true;
@@ -276,13 +287,17 @@ export class WorkerHttp {
           opts.log.log('ERROR', `Failed to post ${opts.what}: ${failure} (not retried)`, jobId);
           return false;
         }
+        // A proxy in front of a server that is restarting, or the store away (503 STORE_UNAVAILABLE).
+        const away = opts.unreachableWaitsMs !== undefined && UNREACHABLE_STATUSES.has(res.status);
+        wait = away ? opts.unreachableWaitsMs![unreachable++] : opts.waitsMs[answered++];
       } catch (err) {
         if (opts.signal?.aborted === true) return false;
         failure = err instanceof Error ? describeHttpError(err) : String(err);
+        // Without a schedule of its own, one count for every failure, as Python's retry keeps.
+        wait = opts.unreachableWaitsMs ? opts.unreachableWaitsMs[unreachable++] : opts.waitsMs[answered++];
       }
-      const wait = opts.waitsMs[attempt];
       if (wait === undefined) {
-        opts.log.log('ERROR', `Failed to post ${opts.what} after ${attempt + 1} attempts: ${failure}`, jobId);
+        opts.log.log('ERROR', `Failed to post ${opts.what} after ${attempt} attempts: ${failure}`, jobId);
         return false;
       }
       opts.log.log('WARN', `Posting ${opts.what} failed (${failure}); retrying in ${wait} ms`, jobId);
@@ -294,6 +309,9 @@ export class WorkerHttp {
     }
   }
 }
+
+/** Answers that say the service is unreachable behind them (a gateway), or its store is: retried as unreachable. */
+const UNREACHABLE_STATUSES = new Set([502, 503, 504]);
 
 function isRedirect(status: number): boolean {
   return status === 301 || status === 302 || status === 303 || status === 307 || status === 308;

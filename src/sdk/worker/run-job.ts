@@ -91,6 +91,7 @@ async function runStream(
 async function postResult(deps: RunJobDeps, jobId: string, body: ResultBody, isStream: boolean): Promise<void> {
   const ok = await deps.http.post(outputUrl(deps.cfg, jobId, isStream), encodeBody(body), jobId, {
     waitsMs: deps.cfg.retryWaitsMs,
+    unreachableWaitsMs: deps.cfg.resultUnreachableWaitsMs,
     log: deps.log,
     signal: deps.hardStop,
     what: 'result',
