@@ -24,6 +24,8 @@ export interface EngineOptions {
 
 export interface Submission {
   input: unknown;
+  /** `input` as the client wrote it (domain/json.ts memberText), stored instead of `input` serialised again. */
+  inputJson?: string | undefined;
   webhook?: string;
   policy?: { executionTimeout?: number; lowPriority?: boolean; ttl?: number };
   s3Config?: unknown;
@@ -150,7 +152,7 @@ export class JobEngine {
         {
           id: newJobId(this.opts.nodeId, mode === 'sync'),
           endpointId: endpoint.id,
-          inputJson: JSON.stringify(sub.input),
+          inputJson: sub.inputJson ?? JSON.stringify(sub.input),
           webhook: sub.webhook ?? null,
           policy: this.resolvePolicy(endpoint.executionTimeoutMs, sub.policy),
           policyGiven: sub.policy !== undefined,

@@ -1,5 +1,5 @@
 import { LIMITS, type WorkerResult } from '../domain/index.ts';
-import { jsonTooDeep, TOO_DEEP } from '../domain/json.ts';
+import { compactJson, jsonTooDeep, memberText, members, nonFiniteAsNull, TOO_DEEP } from '../domain/json.ts';
 import { WharfError } from '../errors/index.ts';
 
 /**
@@ -8,13 +8,25 @@ import { WharfError } from '../errors/index.ts';
  */
 export type WorkerPost = { kind: 'progress'; outputJson: string } | { kind: 'final'; result: WorkerResult };
 
-export function parseWorkerJson(raw: string): Record<string, unknown> {
+/**
+ * A worker's JSON body: `body` for reading its members, `text` the JSON text it was parsed from (NaN and Infinity
+ * written as null), for storing members as the worker wrote them (domain/json.ts memberText).
+ */
+export function parseWorkerJson(raw: string): { body: Record<string, unknown>; text: string } {
   if (jsonTooDeep(raw)) throw new WharfError('VALIDATION_FAILED', { reason: TOO_DEEP });
+  let text = raw;
   let value: unknown;
   try {
-    value = JSON.parse(raw);
+    value = JSON.parse(text);
   } catch (error) {
-    throw new WharfError('INVALID_JSON', { reason: (error as Error).message });
+    const fixed = nonFiniteAsNull(raw);
+    if (fixed === null) throw new WharfError('INVALID_JSON', { reason: (error as Error).message });
+    try {
+      value = JSON.parse(fixed);
+      text = fixed;
+    } catch {
+      throw new WharfError('INVALID_JSON', { reason: (error as Error).message });
+    }
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new WharfError(
@@ -23,22 +35,22 @@ export function parseWorkerJson(raw: string): Record<string, unknown> {
       { details: [{ field: 'body', message: 'must be a JSON object' }] },
     );
   }
-  return value as Record<string, unknown>;
+  return { body: value as Record<string, unknown>, text };
 }
 
 /** A job-done body: progress when status is IN_PROGRESS, else final; FAILED iff `error` is truthy. */
 export function classifyDone(raw: string): WorkerPost {
-  const body = parseWorkerJson(raw);
+  const { body, text } = parseWorkerJson(raw);
   if (body['status'] === 'IN_PROGRESS') {
-    return { kind: 'progress', outputJson: JSON.stringify(body['output'] ?? null) };
+    return { kind: 'progress', outputJson: memberText(text, 'output') ?? 'null' };
   }
   const failed = Boolean(body['error']);
   return {
     kind: 'final',
     result: {
       status: failed ? 'FAILED' : 'COMPLETED',
-      outputJson: 'output' in body ? JSON.stringify(body['output']) : null,
-      errorJson: failed ? JSON.stringify(body['error']) : null,
+      outputJson: 'output' in body ? (memberText(text, 'output') ?? 'null') : null,
+      errorJson: failed ? (memberText(text, 'error') ?? 'null') : null,
       stopPod: body['stopPod'] === true,
     },
   };
@@ -49,7 +61,7 @@ export function classifyDone(raw: string): WorkerPost {
  * larger is split into several chunks; any other oversized chunk is refused (it cannot be split meaningfully).
  */
 export function streamChunks(raw: string): string[] {
-  const body = parseWorkerJson(raw);
+  const { body, text: sent } = parseWorkerJson(raw);
   if (!('output' in body)) {
     throw new WharfError(
       'VALIDATION_FAILED',
@@ -57,20 +69,36 @@ export function streamChunks(raw: string): string[] {
       { details: [{ field: 'output', message: 'is required' }] },
     );
   }
-  const text = JSON.stringify(body);
+  // Kept as the worker wrote it (its numbers as sent); measured, and when large stored, without the white space
+  // Python's json.dumps puts between tokens.
+  let text = sent.trim();
+  if (Buffer.byteLength(text) > LIMITS.streamChunkBytes) text = compactJson(text);
   if (Buffer.byteLength(text) <= LIMITS.streamChunkBytes) return [text];
   const output = body['output'];
-  if (typeof output !== 'string') {
-    throw new WharfError('PAYLOAD_TOO_LARGE', { limit: '1 MB per stream chunk' });
-  }
-  const { output: _drop, ...rest } = body;
-  const overhead = Buffer.byteLength(JSON.stringify({ ...rest, output: '' }));
-  // Worst case JSON escaping makes a character 6 bytes (\uXXXX); size pieces so every chunk stays under 1 MB.
-  const piece = Math.max(1, Math.floor((LIMITS.streamChunkBytes - overhead) / 6));
-  const chunks: string[] = [];
+  const tooLarge = new WharfError('PAYLOAD_TOO_LARGE', { limit: '1 MB per stream chunk' });
+  if (typeof output !== 'string') throw tooLarge;
+  // Every piece carries the body's other members, as the worker wrote them.
+  let rest = '';
+  for (const [name, value] of members(text)) if (name !== 'output') rest += `${JSON.stringify(name)}:${value},`;
+  const chunk = (piece: string): string => `{${rest}"output":${JSON.stringify(piece)}}`;
+  // The other members take at most half a chunk, so that the pieces, each carrying them, store at most about twice
+  // what was posted.
+  const room = LIMITS.streamChunkBytes - Buffer.byteLength(chunk(''));
+  if (room < LIMITS.streamChunkBytes / 2) throw tooLarge;
+  // Pieces sized by the output's bytes per character once escaped, halved while one comes out over the limit
+  // (escaping is not spread evenly: a run of control characters takes 6 bytes each).
   const chars = Array.from(output);
-  for (let i = 0; i < chars.length; i += piece) {
-    chunks.push(JSON.stringify({ ...rest, output: chars.slice(i, i + piece).join('') }));
+  const perChar = Math.max(1, Buffer.byteLength(JSON.stringify(output)) / chars.length);
+  const chunks: string[] = [];
+  for (let i = 0; i < chars.length;) {
+    let n = Math.max(1, Math.floor(room / perChar));
+    let piece = chunk(chars.slice(i, i + n).join(''));
+    while (Buffer.byteLength(piece) > LIMITS.streamChunkBytes && n > 1) {
+      n = Math.ceil(n / 2);
+      piece = chunk(chars.slice(i, i + n).join(''));
+    }
+    chunks.push(piece);
+    i += n;
   }
   return chunks;
 }

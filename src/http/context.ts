@@ -52,3 +52,12 @@ export function clientGone(request: FastifyRequest, reply: FastifyReply): AbortS
 export function sendJson(reply: FastifyReply, body: string, status = 200): FastifyReply {
   return reply.code(status).type('application/json; charset=utf-8').send(body);
 }
+
+/** The body text as received (the body parsers in app.ts keep it), or the parsed body written back as JSON. */
+export function rawBodyOf(request: FastifyRequest): string {
+  const raw = (request as FastifyRequest & { rawBody?: string }).rawBody;
+  if (typeof raw === 'string') return raw;
+  if (typeof request.body === 'string') return request.body;
+  if (request.body === undefined || request.body === null) return '';
+  return JSON.stringify(request.body);
+}

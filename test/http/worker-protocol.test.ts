@@ -727,6 +727,63 @@ describe('malformed worker bodies', () => {
   });
 });
 
+describe('payloads pass through as written (Python reads 64-bit integers and floats exactly)', () => {
+  // Each of these changes when parsed into a JS number and written again.
+  const SEED = '18446744073709551615';
+  const INPUT = `{"seed": ${SEED}, "loss": 1.0, "tiny": 1e-9, "big": 1E+30, "neg": -0, "long": 0.12345678901234567}`;
+
+  it('a /run input reaches the worker as the client wrote it', async () => {
+    const ep = await createEndpoint(t);
+    const w = protocolWorker(t, ep, wid('w'));
+    const res = await request(`${t.url}/v2/${ep}/run`, 'POST', undefined, {
+      key: t.key,
+      raw: `{"input": ${INPUT}, "policy": {"ttl": 60000}}`,
+    });
+    expect(res.status).toBe(200);
+    const took = await w.take();
+    expect(took.text).toContain(`"input":${INPUT}`);
+    // The policy was read as numbers all the same.
+    expect(took.json.policy).toEqual({ ttl: 60000 });
+  });
+
+  it('a result, progress, an error and stream chunks keep their numbers', async () => {
+    const { ep, w, id } = await takenJob();
+    expect((await w.done(id, `{"status": "IN_PROGRESS", "output": {"step": 1.0, "seed": ${SEED}}}`)).status).toBe(200);
+    const progress = await t.api('GET', `/v2/${ep}/status/${id}`);
+    expect(progress.text).toContain(`"output":{"step": 1.0, "seed": ${SEED}}`);
+    expect((await w.stream(id, `{"output": {"token": 9007199254740993, "p": 0.50}}`)).status).toBe(200);
+    expect((await w.done(id, `{"output": ${INPUT}}`)).status).toBe(200);
+    const done = await t.api('GET', `/v2/${ep}/status/${id}`);
+    expect(done.json.status).toBe('COMPLETED');
+    expect(done.text).toContain(`"output":${INPUT}`);
+    const stream = await t.api('GET', `/v2/${ep}/stream/${id}`);
+    expect(stream.text).toContain('{"output": {"token": 9007199254740993, "p": 0.50}}');
+
+    const failed = await takenJob();
+    expect((await failed.w.done(failed.id, `{"error": {"code": ${SEED}}}`)).status).toBe(200);
+    const body = await t.api('GET', `/v2/${failed.ep}/status/${failed.id}`);
+    expect(body.json.status).toBe('FAILED');
+    expect(body.text).toContain(`"error":{"code": ${SEED}}`);
+  });
+
+  it('NaN and Infinity in a result (Python json.dumps writes them) are stored as null, not refused', async () => {
+    const { ep, w, id } = await takenJob();
+    const res = await w.done(id, '{"output": {"loss": NaN, "hi": Infinity, "lo": -Infinity, "s": "NaN Infinity"}}');
+    expect(res.status).toBe(200);
+    expect(await status(ep, id)).toMatchObject({
+      status: 'COMPLETED',
+      output: { loss: null, hi: null, lo: null, s: 'NaN Infinity' },
+    });
+    const chunk = await takenJob();
+    expect((await chunk.w.stream(chunk.id, '{"output": [1.5, NaN]}')).status).toBe(200);
+    const stream = await t.api('GET', `/v2/${chunk.ep}/stream/${chunk.id}?wait=0`);
+    expect(stream.json.stream).toEqual([{ output: [1.5, null] }]);
+    // Still malformed when something else is wrong.
+    expectErrorShape(await chunk.w.done(chunk.id, '{"output": NaN'), 400);
+    expectErrorShape(await chunk.w.done(chunk.id, '{"output": nan}'), 400);
+  });
+});
+
 describe('job-stream', () => {
   it('appends {"output": ...} items in order, visible through /stream while the job runs', async () => {
     const { ep, w, id } = await takenJob({});

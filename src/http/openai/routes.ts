@@ -3,7 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { Type } from 'typebox';
 import { isTerminal, LIMITS, type Endpoint, type Job } from '../../domain/index.ts';
 import { WharfError } from '../../errors/index.ts';
-import { clientGone, sendJson, type AppDeps } from '../context.ts';
+import { clientGone, rawBodyOf, sendJson, type AppDeps } from '../context.ts';
 import { authenticate, requireUser } from '../plugins/auth.ts';
 import { toWharfError } from '../plugins/errors.ts';
 import { bindLog } from '../plugins/observability.ts';
@@ -59,11 +59,13 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
     request: FastifyRequest<{ Params: EP }>,
     reply: FastifyReply,
     route: string,
-    body: Record<string, unknown>,
+    /** The OpenAI request's JSON text, passed on as the client wrote it (its numbers, a 64-bit seed, exactly). */
+    bodyJson: string,
     streaming: boolean,
   ): Promise<FastifyReply> {
     const endpoint = await endpointFor(request);
-    const job = await engine.submit(endpoint, { input: { openai_route: route, openai_input: body } }, 'sync');
+    const inputJson = `{"openai_route":${JSON.stringify(route)},"openai_input":${bodyJson}}`;
+    const job = await engine.submit(endpoint, { input: null, inputJson }, 'sync');
     bindLog(request, reply, { jobId: job.id });
     reply.header('x-wharf-job-id', job.id);
     const gone = clientGone(request, reply);
@@ -199,14 +201,15 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
     app.post<{ Params: EP; Body: Record<string, unknown> }>(
       `/v2/:endpointId/openai${r.path}`,
       { ...common, schema: { params: EndpointParams, body: OpenAiBody }, bodyLimit: LIMITS.runsyncBodyBytes },
-      async (request, reply) => handle(request, reply, r.path, request.body, r.streams && request.body.stream === true),
+      async (request, reply) =>
+        handle(request, reply, r.path, rawBodyOf(request).trim(), r.streams && request.body.stream === true),
     );
   }
   app.get<{ Params: EP }>(
     '/v2/:endpointId/openai/v1/models',
     // No HEAD: the models list runs a job.
     { ...common, exposeHeadRoute: false, schema: { params: EndpointParams } },
-    async (request, reply) => handle(request, reply, '/v1/models', {}, false),
+    async (request, reply) => handle(request, reply, '/v1/models', '{}', false),
   );
   // Any other path under /openai/ (`/v1/responses`, a typo): 404 in the OpenAI error shape the clients parse, after
   // the key check every /v2 route gets.

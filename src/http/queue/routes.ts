@@ -1,18 +1,28 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { LIMITS, POLICY, type Endpoint, type User } from '../../domain/index.ts';
+import { memberText } from '../../domain/json.ts';
 import { endpointHealth, statusBody, streamBody, type Principal, type Submission } from '../../engine/index.ts';
 import { WharfError } from '../../errors/index.ts';
 import { mayReachPrivate, refusal, type PrivateTargets } from '../../webhooks/index.ts';
 import { authenticate, requireUser, type Access } from '../plugins/auth.ts';
 import { bindLog } from '../plugins/observability.ts';
-import { clientGone, sendJson, type AppDeps } from '../context.ts';
+import { clientGone, rawBodyOf, sendJson, type AppDeps } from '../context.ts';
 import { withQueueReason } from './queue-reason.ts';
 import { EndpointParams, JobParams, RunsyncQuery, StatusQuery, SubmitBody, WaitQuery } from './schemas.ts';
 
 type EP = { endpointId: string };
 type JP = { endpointId: string; jobId: string };
 
-function checkWebhook(url: string | undefined, owner: User, privateTargets: PrivateTargets): void {
+/**
+ * `principal` is the caller: an admin's private-target privilege is its full-scope keys' only, so a restricted key
+ * (a CI system's) of an admin cannot point deliveries at internal addresses.
+ */
+function checkWebhook(
+  url: string | undefined,
+  owner: User,
+  principal: Principal,
+  privateTargets: PrivateTargets,
+): void {
   if (url === undefined) return;
   const bad = (reason: string) => new WharfError('VALIDATION_FAILED', { reason }, { details: [{ field: 'webhook' }] });
   let parsed: URL;
@@ -27,8 +37,14 @@ function checkWebhook(url: string | undefined, owner: User, privateTargets: Priv
     throw bad('webhook must not carry a user name or password (sign deliveries with the webhook secret instead)');
   }
   // A host name is checked when it is resolved, at delivery (its address may change until then).
-  const refused = refusal(parsed, !mayReachPrivate(privateTargets, owner.isAdmin), true);
+  const privileged = owner.isAdmin && principal.kind === 'user' && principal.key.scope === 'all';
+  const refused = refusal(parsed, !mayReachPrivate(privateTargets, privileged), true);
   if (refused !== null) throw bad(`webhook: ${refused.message}`);
+}
+
+/** The submission, with its input as the client wrote it (64-bit integers, `1.0`: domain/json.ts memberText). */
+function submissionOf(request: FastifyRequest<{ Body: Submission }>): Submission {
+  return { ...request.body, inputJson: memberText(rawBodyOf(request), 'input') };
 }
 
 /** The queue API of interface §4.1 under /v2/{endpointId}. Every success is HTTP 200 (the JS SDK insists). */
@@ -56,9 +72,9 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
     '/v2/:endpointId/run',
     { ...post, bodyLimit: LIMITS.runBodyBytes },
     async (request, reply) => {
-      const { endpoint, owner } = await endpointFor(request, 'write');
-      checkWebhook(request.body.webhook, owner, privateTargets);
-      const job = await engine.submit(endpoint, request.body, 'async');
+      const { endpoint, owner, principal } = await endpointFor(request, 'write');
+      checkWebhook(request.body.webhook, owner, principal, privateTargets);
+      const job = await engine.submit(endpoint, submissionOf(request), 'async');
       bindLog(request, reply, { jobId: job.id });
       return sendJson(reply, `{"id":${JSON.stringify(job.id)},"status":"IN_QUEUE"}`);
     },
@@ -68,10 +84,10 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
     '/v2/:endpointId/runsync',
     { ...post, schema: { ...post.schema, querystring: RunsyncQuery }, bodyLimit: LIMITS.runsyncBodyBytes },
     async (request, reply) => {
-      const { endpoint, owner } = await endpointFor(request, 'write');
-      checkWebhook(request.body.webhook, owner, privateTargets);
+      const { endpoint, owner, principal } = await endpointFor(request, 'write');
+      checkWebhook(request.body.webhook, owner, principal, privateTargets);
       const waitGiven = request.query.wait !== undefined;
-      const job = await engine.submit(endpoint, request.body, 'sync', waitGiven);
+      const job = await engine.submit(endpoint, submissionOf(request), 'sync', waitGiven);
       bindLog(request, reply, { jobId: job.id });
       const final = await engine.waitForFinal(
         endpoint.id,

@@ -4,7 +4,7 @@ import { takeBatchSize, type Endpoint, type WorkerRecord } from '../../domain/in
 import { workerJobBody } from '../../engine/index.ts';
 import { WharfError } from '../../errors/index.ts';
 import { authenticate, requireUser } from '../plugins/auth.ts';
-import { clientGone, sendJson, type AppDeps } from '../context.ts';
+import { clientGone, rawBodyOf, sendJson, type AppDeps } from '../context.ts';
 
 /** Result and stream bodies may be large outputs; a single stream chunk is split or refused past 1 MB. */
 const WORKER_BODY_LIMIT = 20 * 1024 * 1024;
@@ -59,14 +59,6 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
     const user = requireUser(principal, 'write', endpointId);
     const { endpoint, worker } = await resources.getEndpointAndWorker(user.user.id, endpointId, workerId);
     return { worker: await workers.resolveWorker(endpoint, workerId, null, worker), endpoint };
-  }
-
-  function rawBody(request: FastifyRequest): string {
-    const raw = (request as FastifyRequest & { rawBody?: string }).rawBody;
-    if (typeof raw === 'string') return raw;
-    if (typeof request.body === 'string') return request.body;
-    if (request.body === undefined || request.body === null) return '';
-    return JSON.stringify(request.body);
   }
 
   /**
@@ -154,14 +146,14 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
   app.post<{ Params: WJP }>('/v2/:endpointId/job-done/:workerId/:jobId', jobOpts, async (request, reply) => {
     const { value: jobId } = unglue(request.params.jobId, {});
     const worker = await workerFor(request, request.params.workerId);
-    await workers.done(worker, jobId, rawBody(request));
+    await workers.done(worker, jobId, rawBodyOf(request));
     return sendJson(reply, '{"ok":true}');
   });
 
   app.post<{ Params: WJP }>('/v2/:endpointId/job-stream/:workerId/:jobId', jobOpts, async (request, reply) => {
     const { value: jobId } = unglue(request.params.jobId, {});
     const worker = await workerFor(request, request.params.workerId);
-    await workers.streamChunk(worker, jobId, rawBody(request));
+    await workers.streamChunk(worker, jobId, rawBodyOf(request));
     return sendJson(reply, '{"ok":true}');
   });
 
