@@ -34,6 +34,8 @@ const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64
  * node whose bridge reconnected clears it too (wakeAll), as it may have missed one.
  */
 const CACHE_MS = 5000;
+/** Keys (and, apart, unknown keys) resolved in the last CACHE_MS kept at most. */
+const CACHE_ENTRIES = 10_000;
 
 /** The name of the key WHARF_ADMIN_KEY sets: the one a new value of the variable revokes. */
 const ADMIN_ENV_KEY_NAME = 'admin (WHARF_ADMIN_KEY)';
@@ -42,7 +44,12 @@ const ADMIN_ENV_KEY_NAME = 'admin (WHARF_ADMIN_KEY)';
 export class Accounts {
   private readonly store: Store;
   private readonly bus: Bus;
-  private readonly cache = new Map<string, { principal: Principal | null; at: number }>();
+  private readonly cache = new Map<string, { principal: Principal; at: number }>();
+  /**
+   * Unknown keys, apart: a flood of made-up keys (each answered 401) fills this one, never the cache of the keys
+   * in use, which would otherwise be cleared when full and send every client back to the store.
+   */
+  private readonly misses = new Map<string, number>();
   /** Bumped at every invalidation: a lookup that began before one must not cache what it read. */
   private generation = 0;
 
@@ -52,6 +59,7 @@ export class Accounts {
     bus.subscribe(topics.accounts, () => {
       this.generation++;
       this.cache.clear();
+      this.misses.clear();
     });
   }
 
@@ -181,11 +189,20 @@ export class Accounts {
     const now = Date.now();
     const cached = this.cache.get(hash);
     if (cached && now - cached.at < CACHE_MS) return cached.principal;
+    const missed = this.misses.get(hash);
+    if (missed !== undefined && now - missed < CACHE_MS) return null;
     const generation = this.generation;
     const principal = await this.lookup(hash);
     if (generation !== this.generation) return principal; // read before a revocation: used once, not cached
-    if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(hash, { principal, at: now });
+    if (principal === null) {
+      if (this.misses.size >= CACHE_ENTRIES) this.misses.clear();
+      this.misses.set(hash, now);
+    } else {
+      // Full: the oldest entry goes (a Map keeps insertion order), not every key in use at once.
+      if (this.cache.size >= CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.delete(hash);
+      this.cache.set(hash, { principal, at: now });
+    }
     return principal;
   }
 

@@ -236,3 +236,30 @@ describe('scopes', () => {
     expectError(await t.api('GET', `/v2/${ep}/health`, undefined, { key }), 401, 'UNAUTHORIZED');
   });
 });
+
+describe('the key cache', () => {
+  it('a flood of made-up keys neither reaches the store twice per key nor pushes the keys in use out', async () => {
+    const accounts = t.server.accounts;
+    const store = t.server.store;
+    const original = store.findApiKeyByHash.bind(store);
+    let lookups = 0;
+    store.findApiKeyByHash = (hash) => {
+      lookups++;
+      return original(hash);
+    };
+    try {
+      expect(await accounts.resolve(t.key)).not.toBeNull(); // cached now
+      const before = lookups;
+      const made = Array.from({ length: 10_050 }, (_, i) => `wharf_madeup${String(i).padStart(30, '0')}`);
+      for (const key of made) expect(await accounts.resolve(key)).toBeNull();
+      const afterFlood = lookups;
+      expect(afterFlood - before).toBe(10_050); // each unknown key looked up once
+      // The admin key is still answered from the cache; a made-up key seen just now is not looked up again.
+      expect(await accounts.resolve(t.key)).not.toBeNull();
+      expect(await accounts.resolve(made[made.length - 1]!)).toBeNull();
+      expect(lookups).toBe(afterFlood);
+    } finally {
+      store.findApiKeyByHash = original;
+    }
+  });
+});

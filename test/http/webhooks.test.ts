@@ -315,6 +315,23 @@ describe('private targets (webhookPrivateTargets, default admins)', () => {
     expect(receiver.received.length).toBe(before);
   });
 
+  it("an admin's restricted or read key does not carry the admin's privilege: 400, where its full key is accepted", async () => {
+    const ep = await createEndpoint(t);
+    const restricted = (await t.api('POST', '/v1/keys', { name: 'ci', scope: 'restricted', endpointIds: [ep] })).json
+      .key as string;
+    const refused = await t.api(
+      'POST',
+      `/v2/${ep}/run`,
+      { input: {}, webhook: receiver.url('/ok') },
+      { key: restricted },
+    );
+    expect(refused.status, refused.text).toBe(400);
+    expect(refused.json.message).toMatch(/private, loopback or link-local/);
+    // The same loopback receiver from the admin's full key (the job stays queued: nothing is delivered).
+    const accepted = await t.api('POST', `/v2/${ep}/run`, { input: {}, webhook: receiver.url('/ok') });
+    expect(accepted.status, accepted.text).toBe(200);
+  });
+
   it("a blocked port (fetch's list: SMTP, SSH, IRC …) is refused at submission, for the admin too", async () => {
     const ep = await createEndpoint(t);
     const res = await t.api('POST', `/v2/${ep}/run`, { input: {}, webhook: 'http://127.0.0.1:25/hook' });
