@@ -131,7 +131,9 @@ export const SETTINGS = [
     flag: '--stream-wait-ms',
     env: 'WHARF_STREAM_WAIT_MS',
     kind: 'int',
-    default: 10_000,
+    // Under 10 s: the official Python client reads /stream with a 10 s request timeout (runpod.Endpoint), so a
+    // poll that waits 10 s for a chunk (a cold start) would fail in that client instead of answering empty.
+    default: 8_000,
     min: 0,
     max: 300_000,
     doc: 'How long /stream waits for new chunks.',

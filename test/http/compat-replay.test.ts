@@ -10,6 +10,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { SETTINGS } from '../../src/config/index.ts';
 import {
   createEndpoint,
   protocolWorker,
@@ -283,6 +284,23 @@ describe('Python client request shapes', () => {
     const res = await slow;
     expect(PY_FINAL).toContain(res.json.status);
     expect(res.json.output).toEqual({ result: 'done' });
+  });
+
+  it('Job.stream() with no chunk yet (a cold start): the default wait answers inside its 10 s request timeout', async () => {
+    // runpod.Endpoint reads every call with requests' timeout=10; a /stream that waited 10 s would raise ReadTimeout.
+    const defaults = await startTestServer({ streamWaitMs: SETTINGS.find((s) => s.key === 'streamWaitMs')!.default });
+    try {
+      const endpointId = await createEndpoint(defaults);
+      const run = await defaults.api('POST', `/v2/${endpointId}/run`, { input: {} });
+      const res = await request(`${defaults.url}/v2/${endpointId}/stream/${run.json.id}`, 'GET', undefined, {
+        headers: { authorization: `Bearer ${defaults.key}` },
+        signal: AbortSignal.timeout(10_000),
+      });
+      expect(res.status).toBe(200);
+      expect(res.json).toEqual({ status: 'IN_QUEUE', stream: [] });
+    } finally {
+      await defaults.close();
+    }
   });
 
   it('Job.stream(): GET /stream every second yields item["output"] until final and empty', async () => {
