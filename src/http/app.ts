@@ -167,22 +167,42 @@ export function buildApp(deps: AppDeps, opts: AppOptions = {}): FastifyInstance 
 
 /** Worker posts that finish running work: results, stream chunks, heartbeats, stop orders. */
 const FINISHING = /^\/v2\/[^/]+\/(job-done|job-stream|ping|job-stop)\//;
-/** Reads that hand out work or tell a balancer to send more. */
-const NOT_DURING_DRAIN = /^\/v2\/[^/]+\/(job-take|job-take-batch)\/|^\/readyz/;
+/** Job takes: refused during a drain, and the refusal held (see registerDrain). */
+const TAKE = /^\/v2\/[^/]+\/(job-take|job-take-batch)\//;
+/** The longest a take's refusal is held during a drain (the worker routes hold other refusals as long). */
+const DRAIN_TAKE_HOLD_MS = 5_000;
 
 /**
  * Graceful shutdown: from the moment it begins, new work is refused with 503 SHUTTING_DOWN (submissions, changes,
  * job takes, /readyz), while workers finishing their jobs can still post results and clients can still read. Every
  * answer then closes its connection, so the server is not kept open by idle keep-alive sockets.
+ *
+ * A take's refusal is held until the server closes (at most DRAIN_TAKE_HOLD_MS): the official SDK polls again at
+ * once after any error status (spec §1.6), so while running jobs finish (up to the shutdown grace) each idle worker
+ * would otherwise spin at hundreds of takes a second.
  */
 function registerDrain(app: FastifyInstance, draining: () => boolean): void {
+  const held = new Set<() => void>();
+  app.addHook('preClose', (done) => {
+    for (const release of held) release();
+    done();
+  });
   app.addHook('onRequest', (request, reply, done) => {
     if (!draining()) return done();
     reply.header('connection', 'close');
     const path = request.url.split('?')[0]!;
     if (FINISHING.test(path)) return done();
-    if ((request.method === 'GET' || request.method === 'HEAD') && !NOT_DURING_DRAIN.test(path)) return done();
-    done(new WharfError('SHUTTING_DOWN'));
+    const take = TAKE.test(path);
+    // Reads go on, but for the ones that hand out work (takes) or tell a balancer to send more (/readyz).
+    if ((request.method === 'GET' || request.method === 'HEAD') && !take && !path.startsWith('/readyz')) return done();
+    if (!take) return done(new WharfError('SHUTTING_DOWN'));
+    const release = (): void => {
+      clearTimeout(timer);
+      held.delete(release);
+      done(new WharfError('SHUTTING_DOWN'));
+    };
+    const timer = setTimeout(release, DRAIN_TAKE_HOLD_MS);
+    held.add(release);
   });
   // Every answer during a drain closes its connection: the onSend hook in buildApp adds `connection: close`.
 }

@@ -111,7 +111,23 @@ it(
       5_000,
       () => 'the server to begin shutting down',
     );
-    // New work is refused at once (the worker is still finishing its job): 503 SHUTTING_DOWN or no connection.
+    // An idle worker polling as the official SDK does (again at once after any answer, spec §1.6) has its refused
+    // takes held until the server closes, instead of spinning while the running job finishes.
+    const spinning = (async () => {
+      let takes = 0;
+      for (;;) {
+        const r = await settle(
+          request(`${url}/v2/${idle}/job-take/outside-3?gpu=x`, 'GET', undefined, {
+            headers: { authorization: ADMIN_KEY },
+          }),
+        );
+        if (r instanceof Error) return takes;
+        takes++;
+        expect(r).toMatchObject({ status: 503, json: { code: 'SHUTTING_DOWN' } });
+      }
+    })();
+    // New work is refused (the worker is still finishing its job): 503 SHUTTING_DOWN or no connection; at once,
+    // but for takes, which are held.
     const refused = await Promise.all([
       settle(api('POST', `/v2/${ep}/run`, { input: { late: true } })),
       settle(api('GET', '/readyz')),
@@ -129,6 +145,8 @@ it(
 
     const exit = await server.exit;
     const tookMs = Date.now() - sigterm;
+    // The drain lasted seconds (the running job); unheld, the loop made hundreds of takes in it.
+    expect(await spinning).toBeLessThanOrEqual(4);
     expect(exit).toEqual({ code: 0, signal: null });
     expect(tookMs).toBeLessThan(GRACE_MS);
     expect(tookMs).toBeGreaterThanOrEqual(2000); // it waited for the job
