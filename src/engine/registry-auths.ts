@@ -1,6 +1,7 @@
 import { newRegistryAuthId, REGISTRY_AUTH_ID_PATTERN, TEXT_MAX, type RegistryAuthRecord } from '../domain/index.ts';
 import { invalidField, WharfError } from '../errors/index.ts';
 import type { Store } from '../store/index.ts';
+import { nameKept, refuseInUse } from './resource-rules.ts';
 import type { SecretBox } from './secrets.ts';
 
 export interface RegistryCredentials {
@@ -72,7 +73,7 @@ export class RegistryAuths {
       sealed: this.seal(userId, id, input),
       createdAt: Date.now(),
     };
-    await this.store.createRegistryAuth(r);
+    await nameKept(() => this.store.createRegistryAuth(r), 'container registry auth', r.name);
     return view(r);
   }
 
@@ -95,16 +96,11 @@ export class RegistryAuths {
 
   /** Refused with RESOURCE_IN_USE while a template names it. */
   async delete(userId: string, id: string): Promise<void> {
-    await this.record(userId, id);
-    const users = await this.store.templatesUsingRegistryAuth(userId, id);
-    if (users.length > 0) {
-      throw new WharfError('RESOURCE_IN_USE', {
-        resource: 'Container registry auth',
-        id,
-        reason: `used by template(s) ${users.join(', ')}`,
-      });
-    }
-    await this.store.deleteRegistryAuth(userId, id);
+    return this.store.exclusively(userId, async () => {
+      await this.record(userId, id);
+      refuseInUse('Container registry auth', id, await this.store.templatesUsingRegistryAuth(userId, id), 'template');
+      await this.store.deleteRegistryAuth(userId, id);
+    });
   }
 
   /** Decrypted credentials, for the Docker and Kubernetes executors only. */

@@ -14,6 +14,7 @@ import {
 } from '../domain/index.ts';
 import { invalidField, WharfError } from '../errors/index.ts';
 import type { Store } from '../store/index.ts';
+import { nameKept, refuseInUse } from './resource-rules.ts';
 
 /** Checks that a template's image can be run by the configured executor: null = fine, else the reason. */
 /** null when the endpoint owner's workers can run the image here, else what to do instead (Executor.validateImage). */
@@ -57,21 +58,23 @@ export class Resources {
   }
 
   async createTemplate(userId: string, input: TemplateInput): Promise<Template> {
-    const t: Template = {
-      ...TEMPLATE_DEFAULTS,
-      ...stripUndefined(input),
-      name: input.name,
-      imageName: input.imageName,
-      id: newTemplateId(),
-      userId,
-      createdAt: Date.now(),
-    };
-    await this.checkRegistryAuth(userId, t.containerRegistryAuthId);
-    if ((await this.store.listTemplates(userId)).some((x) => x.name === t.name)) {
-      throw new WharfError('NAME_TAKEN', { resource: 'template', name: t.name });
-    }
-    await this.store.createTemplate(t);
-    return t;
+    return this.store.exclusively(userId, async () => {
+      const t: Template = {
+        ...TEMPLATE_DEFAULTS,
+        ...stripUndefined(input),
+        name: input.name,
+        imageName: input.imageName,
+        id: newTemplateId(),
+        userId,
+        createdAt: Date.now(),
+      };
+      await this.checkRegistryAuth(userId, t.containerRegistryAuthId);
+      if ((await this.store.listTemplates(userId)).some((x) => x.name === t.name)) {
+        throw new WharfError('NAME_TAKEN', { resource: 'template', name: t.name });
+      }
+      await nameKept(() => this.store.createTemplate(t), 'template', t.name);
+      return t;
+    });
   }
 
   async getTemplate(userId: string, id: string): Promise<Template> {
@@ -85,63 +88,62 @@ export class Resources {
   }
 
   async updateTemplate(userId: string, id: string, patch: Partial<TemplateInput>): Promise<Template> {
-    const before = await this.getTemplate(userId, id);
-    const after: Template = { ...before, ...stripUndefined(patch) };
-    if (patch.containerRegistryAuthId !== undefined) {
-      await this.checkRegistryAuth(userId, after.containerRegistryAuthId);
-    }
-    if (after.name !== before.name && (await this.store.listTemplates(userId)).some((x) => x.name === after.name)) {
-      throw new WharfError('NAME_TAKEN', { resource: 'template', name: after.name });
-    }
-    const users = await this.store.endpointsUsingTemplate(userId, id);
-    if (after.imageName !== before.imageName && users.length > 0) await this.checkImage(userId, after.imageName);
-    await this.store.updateTemplate(after);
-    // Workers run the template: a change rolls every endpoint that uses it.
-    if (JSON.stringify(before) !== JSON.stringify(after)) {
-      for (const endpointId of users) {
-        const e = await this.store.getEndpoint(userId, endpointId);
-        if (!e) continue;
-        const bumped = { ...e, version: e.version + 1 };
-        await this.store.updateEndpoint(bumped);
-        this.emit({ kind: 'updated', endpoint: bumped });
+    return this.store.exclusively(userId, async () => {
+      const before = await this.getTemplate(userId, id);
+      const after: Template = { ...before, ...stripUndefined(patch) };
+      if (patch.containerRegistryAuthId !== undefined) {
+        await this.checkRegistryAuth(userId, after.containerRegistryAuthId);
       }
-    }
-    return after;
+      if (after.name !== before.name && (await this.store.listTemplates(userId)).some((x) => x.name === after.name)) {
+        throw new WharfError('NAME_TAKEN', { resource: 'template', name: after.name });
+      }
+      const users = await this.store.endpointsUsingTemplate(userId, id);
+      if (after.imageName !== before.imageName && users.length > 0) await this.checkImage(userId, after.imageName);
+      await nameKept(() => this.store.updateTemplate(after), 'template', after.name);
+      // Workers run the template: a change rolls every endpoint that uses it.
+      if (JSON.stringify(before) !== JSON.stringify(after)) {
+        for (const endpointId of users) {
+          const e = await this.store.getEndpoint(userId, endpointId);
+          if (!e) continue;
+          const bumped = { ...e, version: e.version + 1 };
+          await this.store.updateEndpoint(bumped);
+          this.emit({ kind: 'updated', endpoint: bumped });
+        }
+      }
+      return after;
+    });
   }
 
   async deleteTemplate(userId: string, id: string): Promise<void> {
-    await this.getTemplate(userId, id);
-    const users = await this.store.endpointsUsingTemplate(userId, id);
-    if (users.length > 0) {
-      throw new WharfError('RESOURCE_IN_USE', {
-        resource: 'Template',
-        id,
-        reason: `used by endpoint(s) ${users.join(', ')}`,
-      });
-    }
-    await this.store.deleteTemplate(userId, id);
+    return this.store.exclusively(userId, async () => {
+      await this.getTemplate(userId, id);
+      refuseInUse('Template', id, await this.store.endpointsUsingTemplate(userId, id), 'endpoint');
+      await this.store.deleteTemplate(userId, id);
+    });
   }
 
   async createEndpoint(userId: string, input: EndpointInput, opts: { id?: string } = {}): Promise<Endpoint> {
-    const template = await this.templateFor(userId, input.templateId);
-    await this.checkImage(userId, template.imageName);
-    const e: Endpoint = {
-      ...ENDPOINT_DEFAULTS,
-      dataCenterIds: [...ENDPOINT_DEFAULTS.dataCenterIds],
-      ...stripUndefined(input),
-      templateId: input.templateId,
-      id: opts.id ?? newEndpointId(),
-      userId,
-      version: 1,
-      createdAt: Date.now(),
-    };
-    if (e.gpuIds === '' && e.gpuTypeIds.length > 0) e.gpuIds = e.gpuTypeIds.join(',');
-    normalise(e);
-    checkRules(e);
-    await this.checkVolumes(userId, e);
-    await this.store.createEndpoint(e);
-    this.emit({ kind: 'created', endpoint: e });
-    return e;
+    return this.store.exclusively(userId, async () => {
+      const template = await this.templateFor(userId, input.templateId);
+      await this.checkImage(userId, template.imageName);
+      const e: Endpoint = {
+        ...ENDPOINT_DEFAULTS,
+        dataCenterIds: [...ENDPOINT_DEFAULTS.dataCenterIds],
+        ...stripUndefined(input),
+        templateId: input.templateId,
+        id: opts.id ?? newEndpointId(),
+        userId,
+        version: 1,
+        createdAt: Date.now(),
+      };
+      if (e.gpuIds === '' && e.gpuTypeIds.length > 0) e.gpuIds = e.gpuTypeIds.join(',');
+      normalise(e);
+      checkRules(e);
+      await this.checkVolumes(userId, e);
+      await this.store.createEndpoint(e);
+      this.emit({ kind: 'created', endpoint: e });
+      return e;
+    });
   }
 
   /** The endpoint of this user, or ENDPOINT_NOT_FOUND (another user's endpoint is not found either). */
@@ -165,30 +167,34 @@ export class Resources {
 
   /** Sparse update: fields left out keep their value. */
   async updateEndpoint(userId: string, id: string, patch: Partial<EndpointInput>): Promise<Endpoint> {
-    const before = await this.getEndpoint(userId, id);
-    const after: Endpoint = { ...before, ...stripUndefined(patch) };
-    if (patch.gpuTypeIds !== undefined && patch.gpuIds === undefined) after.gpuIds = after.gpuTypeIds.join(',');
-    normalise(after);
-    if (after.templateId !== before.templateId) {
-      const template = await this.templateFor(userId, after.templateId);
-      await this.checkImage(userId, template.imageName);
-    }
-    checkRules(after);
-    if (patch.networkVolumeId !== undefined || patch.networkVolumeIds !== undefined) {
-      await this.checkVolumes(userId, after);
-    }
-    if (endpointVersionChanged(before, after)) after.version = before.version + 1;
-    await this.store.updateEndpoint(after);
-    this.emit({ kind: 'updated', endpoint: after });
-    if (after.templateId !== before.templateId) await this.releaseBoundTemplate(userId, before);
-    return after;
+    return this.store.exclusively(userId, async () => {
+      const before = await this.getEndpoint(userId, id);
+      const after: Endpoint = { ...before, ...stripUndefined(patch) };
+      if (patch.gpuTypeIds !== undefined && patch.gpuIds === undefined) after.gpuIds = after.gpuTypeIds.join(',');
+      normalise(after);
+      if (after.templateId !== before.templateId) {
+        const template = await this.templateFor(userId, after.templateId);
+        await this.checkImage(userId, template.imageName);
+      }
+      checkRules(after);
+      if (patch.networkVolumeId !== undefined || patch.networkVolumeIds !== undefined) {
+        await this.checkVolumes(userId, after);
+      }
+      if (endpointVersionChanged(before, after)) after.version = before.version + 1;
+      await this.store.updateEndpoint(after);
+      this.emit({ kind: 'updated', endpoint: after });
+      if (after.templateId !== before.templateId) await this.releaseBoundTemplate(userId, before);
+      return after;
+    });
   }
 
   async deleteEndpoint(userId: string, id: string): Promise<void> {
-    const e = await this.getEndpoint(userId, id);
-    await this.store.deleteEndpoint(userId, id);
-    this.emit({ kind: 'deleted', endpoint: e });
-    await this.releaseBoundTemplate(userId, e);
+    return this.store.exclusively(userId, async () => {
+      const e = await this.getEndpoint(userId, id);
+      await this.store.deleteEndpoint(userId, id);
+      this.emit({ kind: 'deleted', endpoint: e });
+      await this.releaseBoundTemplate(userId, e);
+    });
   }
 
   /**

@@ -4,6 +4,7 @@ import { newNetworkVolumeId, TEXT_MAX, VOLUME_MAX_GB, type NetworkVolume } from 
 import { invalidField, WharfError } from '../errors/index.ts';
 import type { Store } from '../store/index.ts';
 import type { Clock } from './clock.ts';
+import { refuseInUse } from './resource-rules.ts';
 
 export interface VolumeInput {
   name: string;
@@ -100,17 +101,12 @@ export class Volumes {
 
   /** Refused with RESOURCE_IN_USE while an endpoint names the volume; removes its directory. */
   async delete(userId: string, id: string): Promise<void> {
-    await this.get(userId, id);
-    const users = await this.store.endpointsUsingVolume(userId, id);
-    if (users.length > 0) {
-      throw new WharfError('RESOURCE_IN_USE', {
-        resource: 'Network volume',
-        id,
-        reason: `used by endpoint(s) ${users.join(', ')}`,
-      });
-    }
-    if (await this.store.deleteNetworkVolume(userId, id, this.clock.now())) {
-      await rm(this.path(id), { recursive: true, force: true });
-    }
+    const deleted = await this.store.exclusively(userId, async () => {
+      await this.get(userId, id);
+      refuseInUse('Network volume', id, await this.store.endpointsUsingVolume(userId, id), 'endpoint');
+      return this.store.deleteNetworkVolume(userId, id, this.clock.now());
+    });
+    // Outside the lock: removing a large volume's files may take a while, and holds no one else's change up.
+    if (deleted) await rm(this.path(id), { recursive: true, force: true });
   }
 }

@@ -223,6 +223,12 @@ export interface AccountStore {
 }
 
 export interface ResourceStore {
+  /**
+   * Run `fn` while no other `exclusively` of the same user runs, on any node: the engine's check-then-write changes
+   * of templates, endpoints, volumes and registry auths (an endpoint created on a template being deleted must not
+   * be left naming a template that is gone).
+   */
+  exclusively<T>(userId: string, fn: () => Promise<T>): Promise<T>;
   createTemplate(t: Template): Promise<void>;
   getTemplate(userId: string, id: string): Promise<Template | null>;
   listTemplates(userId: string): Promise<Template[]>;

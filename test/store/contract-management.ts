@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Endpoint, NetworkVolume, RegistryAuthRecord, Template, UsageStart } from '../../src/domain/index.ts';
 import { ENDPOINT_DEFAULTS, TEMPLATE_DEFAULTS } from '../../src/domain/index.ts';
-import type { Store } from '../../src/store/index.ts';
+import { isUniqueViolation, type Store } from '../../src/store/index.ts';
 
 const T0 = 1_700_000_000_000;
 
@@ -100,7 +100,9 @@ export function managementContract(store: () => Store): void {
     it('keeps registry auths per user with unique names, and finds templates that use one', async () => {
       const s = store();
       await s.createRegistryAuth(auth());
-      await expect(s.createRegistryAuth(auth({ id: 'c000000000000000000000002' }))).rejects.toThrow();
+      // Refused as a unique violation, which the engine turns into NAME_TAKEN (engine/resource-rules.ts).
+      const taken = await s.createRegistryAuth(auth({ id: 'c000000000000000000000002' })).catch((e: unknown) => e);
+      expect(isUniqueViolation(taken), String(taken)).toBe(true);
       await s.createRegistryAuth(auth({ id: 'c000000000000000000000003', userId: 'u2' }));
       expect(await s.getRegistryAuth('u2', 'c000000000000000000000001')).toBeNull();
       expect((await s.listRegistryAuths('u1')).map((r) => r.id)).toEqual(['c000000000000000000000001']);

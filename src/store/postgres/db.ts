@@ -93,12 +93,57 @@ export function isConnectionError(error: unknown): boolean {
   return error instanceof Error && UNAVAILABLE_MESSAGES.test(error.message);
 }
 
-/** Connection loss becomes STORE_UNAVAILABLE (503, "nothing was acknowledged; retry"); anything else passes. */
+/**
+ * Connection loss becomes STORE_UNAVAILABLE (503, "nothing was acknowledged; retry"); text PostgreSQL cannot store
+ * (U+0000 in a name or an id: 22021, or in jsonb: 22P05), which SQLite takes, is bad input (400), not a server
+ * fault; anything else passes.
+ */
 export function storeError(error: unknown): unknown {
-  if (error instanceof WharfError || !isConnectionError(error)) return error;
+  if (error instanceof WharfError) return error;
+  const code = codeOf(error);
+  if (code === '22021' || code === '22P05') {
+    return new WharfError('VALIDATION_FAILED', { reason: 'text must not contain the NUL character (U+0000)' });
+  }
+  if (!isConnectionError(error)) return error;
   const detail = error instanceof Error && error.message ? error.message : codeOf(error) || String(error);
   return new WharfError('STORE_UNAVAILABLE', { reason: `PostgreSQL is unreachable (${detail})` }, { cause: error });
 }
+
+/** A pooled client in use: `broken` once its connection failed; `done()` returns it, or destroys a broken one. */
+interface Checkout {
+  readonly client: pg.PoolClient;
+  broken: Error | undefined;
+  done(): void;
+}
+
+/**
+ * A client of `pool`. A checked-out client whose connection dies emits 'error'; without a listener that would crash
+ * the process. The failure reaches the query in flight anyway, and the client is destroyed rather than returned.
+ */
+async function checkout(pool: pg.Pool): Promise<Checkout> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    throw storeError(error);
+  }
+  const onError = (error: Error): void => {
+    c.broken = error;
+  };
+  const c: Checkout = {
+    client,
+    broken: undefined,
+    done: () => {
+      client.off('error', onError);
+      client.release(c.broken);
+    },
+  };
+  client.on('error', onError);
+  return c;
+}
+
+/** Advisory locks held or awaited at once by one node (management changes: rare, each a few queries long). */
+const LOCK_POOL_SIZE = 4;
 
 /**
  * The pool, and the one way to run a verb: `tx` opens a transaction on a pooled client, commits, and only then
@@ -109,6 +154,8 @@ export class Db {
   readonly pool: pg.Pool;
   readonly schema: string | null;
   private readonly target: PgTarget;
+  /** Connections that hold advisory locks (advisoryLocked), made on first use. */
+  private lockPool: pg.Pool | undefined;
 
   constructor(target: PgTarget, poolSize?: number) {
     this.target = target;
@@ -136,43 +183,62 @@ export class Db {
 
   async tx<T>(fn: (c: Conn) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      let client: pg.PoolClient;
+      const c = await checkout(this.pool);
       try {
-        client = await this.pool.connect();
-      } catch (error) {
-        throw storeError(error);
-      }
-      let broken: Error | undefined;
-      // A checked-out client whose connection dies emits 'error'; without a listener that would crash the process.
-      // The failure reaches the query in flight anyway (and the client is discarded below).
-      const onError = (error: Error): void => {
-        broken = error;
-      };
-      client.on('error', onError);
-      try {
-        await client.query('BEGIN');
-        const result = await fn(client);
-        await client.query('COMMIT');
+        await c.client.query('BEGIN');
+        const result = await fn(c.client);
+        await c.client.query('COMMIT');
         return result;
       } catch (error) {
         if (isConnectionError(error)) {
           // The server rolls back a transaction whose connection died: nothing half-applied is left behind.
-          broken = error as Error;
+          c.broken = error as Error;
           throw storeError(error);
         }
-        await client.query('ROLLBACK').catch((e: unknown) => {
-          broken = e as Error;
+        await c.client.query('ROLLBACK').catch((e: unknown) => {
+          c.broken = e as Error;
         });
-        if (!broken && RETRYABLE.has(codeOf(error)) && attempt < 5) continue;
-        throw error;
+        if (!c.broken && RETRYABLE.has(codeOf(error)) && attempt < 5) continue;
+        throw storeError(error);
       } finally {
-        client.off('error', onError);
-        client.release(broken);
+        c.done();
       }
     }
   }
 
+  /**
+   * Run `fn` holding PostgreSQL's session advisory lock on `key`, so every node waits for it. The lock is held on a
+   * connection of a small pool of its own: `fn` runs its queries on the main pool, so lock holders never take the
+   * connections they (or takes and results) need, and at most LOCK_POOL_SIZE locks are held or awaited per node.
+   */
+  async advisoryLocked<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    if (!this.lockPool) {
+      this.lockPool = new pg.Pool({ ...this.target.config, max: LOCK_POOL_SIZE, idleTimeoutMillis: 30_000 });
+      this.lockPool.on('error', () => {}); // as the main pool's
+    }
+    const c = await checkout(this.lockPool);
+    try {
+      try {
+        await c.client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [key]);
+      } catch (error) {
+        c.broken = error as Error;
+        throw storeError(error);
+      }
+      try {
+        return await fn();
+      } finally {
+        // A connection that died took its session's locks with it.
+        await c.client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]).catch((e: unknown) => {
+          c.broken = e as Error;
+        });
+      }
+    } finally {
+      c.done();
+    }
+  }
+
   async close(): Promise<void> {
+    await this.lockPool?.end().catch(() => {});
     await this.pool.end().catch(() => {});
   }
 }

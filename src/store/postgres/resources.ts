@@ -1,5 +1,6 @@
 import type { ApiKey, Endpoint, Template, User } from '../../domain/index.ts';
 import type { AccountStore, ResourceStore } from '../types.ts';
+import { KeyedMutex } from '../keyed-mutex.ts';
 import type { Db } from './db.ts';
 import { docs, toWorker, type WorkerRow } from './rows.ts';
 
@@ -12,8 +13,14 @@ export function resourceVerbs(db: Db): AccountStore & ResourceStore {
     docs<T>(await db.query<{ doc: string }>(sql, params))[0] ?? null;
   const many = async <T>(sql: string, params: unknown[] = []): Promise<T[]> =>
     docs<T>(await db.query<{ doc: string }>(sql, params));
+  // The same user's changes queue here first, so a node holds at most one lock connection per user.
+  const management = new KeyedMutex();
 
   return {
+    exclusively<T>(userId: string, fn: () => Promise<T>): Promise<T> {
+      return management.run(userId, () => db.advisoryLocked(`wharf-management:${userId}`, fn));
+    },
+
     async createUser(u: User) {
       await db.query('INSERT INTO users (id, doc) VALUES ($1, $2)', [u.id, JSON.stringify(u)]);
     },

@@ -25,6 +25,7 @@ import type {
   WebhookAttempt,
   WebhookDeliveryState,
 } from '../types.ts';
+import { KeyedMutex } from '../keyed-mutex.ts';
 import { SqliteJobs } from './jobs.ts';
 import { migrate, schemaVersion } from './migrations.ts';
 import { SqliteResources } from './resources.ts';
@@ -63,6 +64,8 @@ class SqliteStore implements Store {
   private readonly mgmt: SqliteManagement;
   private readonly hooks: SqliteWebhooks;
   private readonly reqs: SqliteRequests;
+  /** One process owns the database file: an in-process lock is every node's. */
+  private readonly management = new KeyedMutex();
 
   constructor(db: DatabaseSync, sync: SyncMode) {
     this.db = db;
@@ -278,6 +281,10 @@ class SqliteStore implements Store {
   }
 
   // Resources
+  exclusively<T>(userId: string, fn: () => Promise<T>): Promise<T> {
+    return this.management.run(userId, fn);
+  }
+
   createTemplate(t: Template) {
     return this.write(() => this.res.createTemplate(t));
   }
