@@ -8,7 +8,9 @@
  * - `queue.inQueue` counts normal-priority queued jobs only; low-priority ones are in `inQueueLowPriority` and never
  *   add workers (nothing below reads it except the idle-timeout rule), but existing workers serve them.
  * - desired = clamp(workersMin, workersMax, f); when workersMin > workersMax, workersMax wins.
- *   - REQUEST_COUNT: f = ceil((inQueue + inProgress) / scalerValue).
+ *   - REQUEST_COUNT: f = ceil((inQueue + inProgress) / scalerValue), except that low-priority jobs in progress add
+ *     no worker: f is at most the larger of the same count without them and the live workers plus those the queued
+ *     jobs need beyond the live workers' free slots (scalerValue each).
  *   - QUEUE_DELAY: f = busy (running + initializing)
  *       + idle workers about to take queued jobs (at most inQueue)
  *       + throttled workers while jobs are queued (the demand they stand for is still unmet)
@@ -69,6 +71,8 @@ export interface QueueSnapshot {
   inQueue: number;
   inQueueLowPriority: number;
   inProgress: number;
+  /** Of inProgress, the low-priority jobs (optional: 0 when not given). */
+  inProgressLowPriority?: number;
   /** Age of the oldest normal-priority queued job; null when none. */
   oldestQueuedAgeMs: number | null;
 }
@@ -149,7 +153,16 @@ function demand(policy: ScalerPolicy, queue: QueueSnapshot, workers: WorkerView[
   switch (policy.scalerType) {
     case 'REQUEST_COUNT': {
       // scalerValue >= 1 is validated upstream; the guard keeps a bad row from dividing by zero.
-      const f = Math.ceil((inQueue + Math.max(0, queue.inProgress)) / Math.max(1, policy.scalerValue));
+      const perWorker = Math.max(1, policy.scalerValue);
+      const inProgress = Math.max(0, queue.inProgress);
+      const low = Math.min(inProgress, Math.max(0, queue.inProgressLowPriority ?? 0));
+      const all = Math.ceil((inQueue + inProgress) / perWorker);
+      // Low-priority jobs never add workers (interface §2.3): running ones may keep the live workers, and count only
+      // where they take the slots a queued normal job needs (one worker may hold several, taken in a batch).
+      const normal = Math.ceil((inQueue + inProgress - low) / perWorker);
+      const free = Math.max(0, live.length * perWorker - inProgress);
+      const forQueued = live.length + Math.ceil(Math.max(0, inQueue - free) / perWorker);
+      const f = Math.min(all, Math.max(normal, forQueued));
       if (fromZero) return { f: Math.max(1, f), why: 'scale-from-zero' };
       return { f, why: f > 0 ? 'request-count' : 'no-demand' };
     }

@@ -241,6 +241,7 @@ export class Supervisor {
         inQueue: snapshot.inQueue,
         inQueueLowPriority: snapshot.inQueueLowPriority,
         inProgress: snapshot.inProgress,
+        inProgressLowPriority: snapshot.inProgressLowPriority,
         oldestQueuedAgeMs: snapshot.oldestQueuedAt === null ? null : now - snapshot.oldestQueuedAt,
       },
       views,

@@ -81,6 +81,8 @@ export interface QueueSnapshot {
   inQueue: number;
   inQueueLowPriority: number;
   inProgress: number;
+  /** Of inProgress, the low-priority jobs. */
+  inProgressLowPriority: number;
   /** Submission (or retry) time of the oldest non-low-priority queued job. */
   oldestQueuedAt: number | null;
 }

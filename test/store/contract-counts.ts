@@ -34,7 +34,13 @@ async function fromJobs(store: Store, endpointId: string): Promise<Expected> {
     timedOut: 0,
     retried: 0,
   };
-  const snapshot: QueueSnapshot = { inQueue: 0, inQueueLowPriority: 0, inProgress: 0, oldestQueuedAt: null };
+  const snapshot: QueueSnapshot = {
+    inQueue: 0,
+    inQueueLowPriority: 0,
+    inProgress: 0,
+    inProgressLowPriority: 0,
+    oldestQueuedAt: null,
+  };
   const key = {
     IN_QUEUE: 'inQueue',
     IN_PROGRESS: 'inProgress',
@@ -48,6 +54,7 @@ async function fromJobs(store: Store, endpointId: string): Promise<Expected> {
     counts[key[job.status]]++;
     if (job.retries > 0) counts.retried++;
     if (job.status === 'IN_PROGRESS') snapshot.inProgress++;
+    if (job.status === 'IN_PROGRESS' && job.policy.lowPriority) snapshot.inProgressLowPriority++;
     if (job.status !== 'IN_QUEUE') continue;
     if (job.policy.lowPriority) {
       snapshot.inQueueLowPriority++;
@@ -92,13 +99,25 @@ export function countsContract(get: () => Store): void {
       // A failed insert counts nothing.
       await expect(store.submitJob(newJob(A, { id: a1.id, createdAt: T0 + 9 }))).rejects.toThrow();
       let x = await expectExact(store);
-      expect(x[A]!.snapshot).toEqual({ inQueue: 4, inQueueLowPriority: 2, inProgress: 0, oldestQueuedAt: T0 + 1 });
+      expect(x[A]!.snapshot).toEqual({
+        inQueue: 4,
+        inQueueLowPriority: 2,
+        inProgress: 0,
+        inProgressLowPriority: 0,
+        oldestQueuedAt: T0 + 1,
+      });
       expect(x[B]!.counts).toMatchObject({ inQueue: 2, inProgress: 0 });
 
       // FIFO over both priorities: the low-priority job and a1.
       expect((await store.takeJobs(A, 'w1', 2, T0 + 10)).map((j) => j.id)).toEqual([low1.id, a1.id]);
       x = await expectExact(store);
-      expect(x[A]!.snapshot).toEqual({ inQueue: 3, inQueueLowPriority: 1, inProgress: 2, oldestQueuedAt: T0 + 2 });
+      expect(x[A]!.snapshot).toEqual({
+        inQueue: 3,
+        inQueueLowPriority: 1,
+        inProgress: 2,
+        inProgressLowPriority: 1,
+        oldestQueuedAt: T0 + 2,
+      });
 
       // Writes that change no status count nothing.
       expect((await store.recordProgress(A, a1.id, 'w1', '{"pct":5}', T0 + 11)).ok).toBe(true);
@@ -155,6 +174,7 @@ export function countsContract(get: () => Store): void {
         inQueue: 1,
         inQueueLowPriority: 0,
         inProgress: taken.length,
+        inProgressLowPriority: taken.filter((j) => j.policy.lowPriority).length,
         oldestQueuedAt: T0 + 26,
       });
       expect((await store.expireJobs(T0 + 20_000, 100)).map((s) => s.job.id)).toEqual([short.id]);

@@ -74,11 +74,12 @@ async function expectSameAsJobs(store: PostgresStore, c: pg.Client): Promise<voi
     }
     expect(await store.jobCounts(ep)).toEqual(counts);
     const [s] = (
-      await c.query<{ normal: string; low: string; oldest: string | null; running: string }>(
+      await c.query<{ normal: string; low: string; oldest: string | null; running: string; running_low: string }>(
         `SELECT COUNT(*) FILTER (WHERE status = 'IN_QUEUE' AND NOT low_priority) AS normal,
                 COUNT(*) FILTER (WHERE status = 'IN_QUEUE' AND low_priority) AS low,
                 MIN(queued_at) FILTER (WHERE status = 'IN_QUEUE' AND NOT low_priority) AS oldest,
-                COUNT(*) FILTER (WHERE status = 'IN_PROGRESS') AS running
+                COUNT(*) FILTER (WHERE status = 'IN_PROGRESS') AS running,
+                COUNT(*) FILTER (WHERE status = 'IN_PROGRESS' AND low_priority) AS running_low
          FROM jobs WHERE endpoint_id = $1 AND status IN ('IN_QUEUE', 'IN_PROGRESS')`,
         [ep],
       )
@@ -87,6 +88,7 @@ async function expectSameAsJobs(store: PostgresStore, c: pg.Client): Promise<voi
       inQueue: Number(s!.normal),
       inQueueLowPriority: Number(s!.low),
       inProgress: Number(s!.running),
+      inProgressLowPriority: Number(s!.running_low),
       oldestQueuedAt: s!.oldest === null ? null : Number(s!.oldest),
     });
   }

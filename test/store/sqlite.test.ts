@@ -106,6 +106,13 @@ describe('sqlite specifics', () => {
         inQueue: q.normal ?? 0,
         inQueueLowPriority: q.low ?? 0,
         inProgress: n('IN_PROGRESS'),
+        inProgressLowPriority: (
+          db
+            .prepare(
+              `SELECT COUNT(*) AS n FROM jobs WHERE endpoint_id = ? AND status = 'IN_PROGRESS' AND low_priority = 1`,
+            )
+            .get(ep) as { n: number }
+        ).n,
         oldestQueuedAt: q.oldest,
       });
     }

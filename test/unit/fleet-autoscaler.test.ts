@@ -168,6 +168,27 @@ const cases: Case[] = [
     expect: { desired: 0, start: 0, reason: 'no-demand' },
   },
   {
+    name: 'request count: low-priority jobs one worker took in a batch start no workers',
+    policy: { scalerType: 'REQUEST_COUNT', scalerValue: 1, workersMax: 5 },
+    queue: { inProgress: 4, inProgressLowPriority: 4 },
+    workers: [w('a', 'running', { runningJobs: 4 })],
+    expect: { desired: 1, start: 0, stop: [] },
+  },
+  {
+    name: 'request count: a normal job queued behind low-priority work gets its own worker, and only that',
+    policy: { scalerType: 'REQUEST_COUNT', scalerValue: 1, workersMax: 5 },
+    queue: { inQueue: 1, inProgress: 4, inProgressLowPriority: 4, oldestQueuedAgeMs: 0 },
+    workers: [w('a', 'running', { runningJobs: 4 })],
+    expect: { desired: 2, start: 1, reason: 'request-count' },
+  },
+  {
+    name: 'request count: a low-priority job beside a normal one on a worker with room adds none',
+    policy: { scalerType: 'REQUEST_COUNT', scalerValue: 4, workersMax: 5 },
+    queue: { inProgress: 2, inProgressLowPriority: 1 },
+    workers: [w('a', 'running', { runningJobs: 2 })],
+    expect: { desired: 1, start: 0 },
+  },
+  {
     name: 'idle workers past the timeout stop, longest idle first',
     workers: [w('a', 'idle', { idleForMs: 6_000 }), w('b', 'idle', { idleForMs: 10_000 })],
     expect: {
@@ -436,10 +457,12 @@ function randomInput(r: () => number): [ScalerPolicy, QueueSnapshot, WorkerView[
     version: int(1, 3),
   });
   const inQueue = r() < 0.4 ? 0 : int(1, 20);
+  const inProgress = int(0, 10);
   const q = queue({
     inQueue,
     inQueueLowPriority: r() < 0.5 ? 0 : int(1, 10),
-    inProgress: int(0, 10),
+    inProgress,
+    inProgressLowPriority: r() < 0.5 ? 0 : int(0, inProgress),
     oldestQueuedAgeMs: inQueue > 0 ? int(0, 20_000) : null,
   });
   const workers = Array.from({ length: int(0, 8) }, (_, i) => {
@@ -534,9 +557,18 @@ describe('decideScaling — invariants over random inputs', () => {
         expect(servingAfter.length, ctx).toBeGreaterThanOrEqual(Math.min(d.desired, servingBefore) - slack);
       }
 
-      // Low-priority jobs never add workers: the same input without them scales the same way.
+      // Low-priority jobs never add workers: the same input without the queued ones scales the same way, and while
+      // no normal job waits, without the running ones starts no fewer. (A normal job that waits may need a worker
+      // because low-priority jobs hold the slots of the live ones: that start is the normal job's.)
       const withoutLow = decideScaling(p, { ...q, inQueueLowPriority: 0 }, workers, capacity);
       expect([withoutLow.desired, withoutLow.start], ctx).toEqual([d.desired, d.start]);
+      if (q.inQueue === 0) {
+        const low = q.inProgressLowPriority ?? 0;
+        const noLowRunning = { ...q, inProgress: q.inProgress - low, inProgressLowPriority: 0 };
+        const serving = live.filter((x) => !x.retiring).length;
+        const without = decideScaling(p, noLowRunning, workers, capacity).desired;
+        expect(d.desired, ctx).toBeLessThanOrEqual(Math.max(without, Math.min(serving, p.workersMax)));
+      }
 
       if (q.inQueue > 0 && live.length === 0 && p.workersMax >= 1 && capacity >= 1) {
         expect(d.start, ctx).toBeGreaterThanOrEqual(1); // scale from zero at once

@@ -30,10 +30,17 @@ export function countVerbs(db: Db): CountVerbs {
     async queueSnapshot(endpointId) {
       // One statement, one snapshot: the counts and the oldest job agree. The oldest is the first entry of the
       // jobs_queue_normal index.
-      const [r] = await db.query<{ normal: number; low: number; oldest: number | null; running: number }>(
+      const [r] = await db.query<{
+        normal: number;
+        low: number;
+        oldest: number | null;
+        running: number;
+        running_low: number;
+      }>(
         `SELECT COALESCE(SUM(n) FILTER (WHERE status = 'IN_QUEUE' AND NOT low_priority), 0) AS normal,
                 COALESCE(SUM(n) FILTER (WHERE status = 'IN_QUEUE' AND low_priority), 0) AS low,
                 COALESCE(SUM(n) FILTER (WHERE status = 'IN_PROGRESS'), 0) AS running,
+                COALESCE(SUM(n) FILTER (WHERE status = 'IN_PROGRESS' AND low_priority), 0) AS running_low,
                 (SELECT MIN(queued_at) FROM jobs
                  WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND NOT low_priority) AS oldest
          FROM job_counts WHERE endpoint_id = $1 AND status IN ('IN_QUEUE', 'IN_PROGRESS')`,
@@ -43,6 +50,7 @@ export function countVerbs(db: Db): CountVerbs {
         inQueue: r?.normal ?? 0,
         inQueueLowPriority: r?.low ?? 0,
         inProgress: r?.running ?? 0,
+        inProgressLowPriority: r?.running_low ?? 0,
         oldestQueuedAt: r?.oldest ?? null,
       };
     },

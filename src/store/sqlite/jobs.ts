@@ -279,9 +279,15 @@ export class SqliteJobs {
     const c = this.q(
       `SELECT SUM(CASE WHEN status = 'IN_QUEUE' AND low_priority = 0 THEN n ELSE 0 END) AS normal,
               SUM(CASE WHEN status = 'IN_QUEUE' AND low_priority = 1 THEN n ELSE 0 END) AS low,
-              SUM(CASE WHEN status = 'IN_PROGRESS' THEN n ELSE 0 END) AS running
+              SUM(CASE WHEN status = 'IN_PROGRESS' THEN n ELSE 0 END) AS running,
+              SUM(CASE WHEN status = 'IN_PROGRESS' AND low_priority = 1 THEN n ELSE 0 END) AS running_low
        FROM job_counts WHERE endpoint_id = ? AND status IN ('IN_QUEUE', 'IN_PROGRESS')`,
-    ).get(endpointId) as { normal: number | null; low: number | null; running: number | null };
+    ).get(endpointId) as {
+      normal: number | null;
+      low: number | null;
+      running: number | null;
+      running_low: number | null;
+    };
     // The first entry of the jobs_queue_normal index.
     const oldest = this.q(
       `SELECT queued_at FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND low_priority = 0
@@ -291,6 +297,7 @@ export class SqliteJobs {
       inQueue: c.normal ?? 0,
       inQueueLowPriority: c.low ?? 0,
       inProgress: c.running ?? 0,
+      inProgressLowPriority: c.running_low ?? 0,
       oldestQueuedAt: oldest?.queued_at ?? null,
     };
   }
