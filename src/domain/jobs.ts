@@ -68,6 +68,15 @@ export function releasedJob(job: Job, workerId: string, reason: string, maxAttem
   return { ...job, status: 'IN_QUEUE', queuedAt: now, startedAt: null, workerId: null, retries, attempt };
 }
 
+/**
+ * A worker does not get a job back for this long after the stop order of its earlier attempt of that job (a /retry
+ * after a timeout or cancel, the worker running several jobs at once), fetched or not: the protocol names jobs by id
+ * only, so the old attempt's late result would be taken for the new one's, a stop order not yet fetched could no
+ * longer be told apart from one for the new attempt, and an SDK still winding the old attempt down drops the new one
+ * as a duplicate (the TypeScript SDK remembers stopped ids for 10 s). Other workers take the job at once.
+ */
+export const RETAKE_AFTER_STOP_MS = 30_000;
+
 /** How many jobs a take asking for `requested` may hand out: a whole number from 1 to LIMITS.takeBatch. */
 export function takeBatchSize(requested: number): number {
   return Number.isFinite(requested) ? Math.min(LIMITS.takeBatch, Math.max(1, Math.floor(requested))) : 1;

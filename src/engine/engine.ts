@@ -1,6 +1,7 @@
 import {
   isTerminal,
   newJobId,
+  pastDeadline,
   POLICY,
   resultsExpired,
   RETENTION,
@@ -206,10 +207,17 @@ export class JobEngine {
 
   /** getJob without waiting for the disk: for looks whose result is not shown to anyone (a wait loop's checks). */
   private async peekJob(endpointId: string, jobId: string): Promise<Job> {
-    const job = await this.store.getJob(endpointId, jobId);
+    let job = await this.store.getJob(endpointId, jobId);
     if (!job) throw await this.missingJobError(endpointId, jobId);
-    // Past its ttl the job is gone, even in the moment before a sweep deletes it.
     const now = this.clock.now();
+    // Past its executionTimeout the attempt is over, even in the moment before a sweep marks it: time it out now,
+    // so that nobody sees it IN_PROGRESS and a cancel cannot turn a timeout into CANCELLED.
+    if (job.status === 'IN_PROGRESS' && pastDeadline(job, now)) {
+      this.announceSwept(await this.store.timeoutJobs(now, OVERDUE_BATCH));
+      job = await this.store.getJob(endpointId, jobId);
+      if (!job) throw await this.missingJobError(endpointId, jobId);
+    }
+    // Past its ttl the job is gone, even in the moment before a sweep deletes it.
     if (job.expiresAt <= now) throw new WharfError('JOB_EXPIRED', { jobId });
     // Past its result retention likewise: not shown, not retried, in the moment before a sweep deletes it.
     if (resultsExpired(job, now)) throw new WharfError('JOB_RESULTS_EXPIRED', { jobId });
@@ -373,6 +381,9 @@ export class JobEngine {
 export function isFinalStatus(status: string): status is TerminalStatus {
   return status === 'COMPLETED' || status === 'FAILED' || status === 'CANCELLED' || status === 'TIMED_OUT';
 }
+
+/** How many overdue attempts a read that finds one times out at once (the sweep does the rest on its next pass). */
+const OVERDUE_BATCH = 100;
 
 /** Woken when an endpoint's queue is purged (see JobEngine.armJob). */
 const purgeTopic = (endpointId: string): string => `purge:${endpointId}`;

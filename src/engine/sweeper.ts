@@ -14,6 +14,13 @@ export interface SweeperOptions {
 const BATCH = 500;
 
 /**
+ * How long the record of a worker joined from outside stays once it went silent (its lease expired) and holds no
+ * job: visible meanwhile (`/v1/pods`, /health) to whoever looks why it left, then deleted, so that ids made up in
+ * pings do not pile up for ever. One that comes back later registers again.
+ */
+export const SILENT_WORKER_KEEP_MS = 10 * 60_000;
+
+/**
  * The timers of the job lifecycle: ttl expiry, result retention, execution timeouts, lost leases, old tombstones.
  * Runs one pass at a time (never overlapping), every `intervalMs`; a pass that hit a full batch runs again at once.
  */
@@ -66,6 +73,17 @@ export class Sweeper {
     }, delay);
   }
 
+  /** Managed workers' records are the supervisor's (fleet/supervisor.ts pruneDeadRecords). */
+  private async pruneSilentWorkers(now: number): Promise<void> {
+    for (const w of await this.store.listWorkers()) {
+      const silentFor = now - w.lastSeenAt - this.opts.leaseMs;
+      if (w.managed || w.state !== 'unhealthy' || silentFor <= SILENT_WORKER_KEEP_MS) continue;
+      if ((await this.store.workerJobIds(w.id)).length > 0) continue;
+      await this.store.deleteWorker(w.id);
+      this.workers.forget(w.id);
+    }
+  }
+
   /** One pass. Returns true when a step filled its batch (more work is waiting). */
   async sweepOnce(): Promise<boolean> {
     const now = this.clock.now();
@@ -84,6 +102,7 @@ export class Sweeper {
     if (now - this.lastPrune > 60_000) {
       this.lastPrune = now;
       await this.store.pruneTombstones(now - this.opts.tombstoneKeepMs);
+      await this.pruneSilentWorkers(now);
     }
     return expired.length === BATCH || timedOut.length === BATCH || results === BATCH;
   }

@@ -342,12 +342,13 @@ export class WorkerGateway implements TakeHandOff {
 
   /**
    * The worker's stop orders, less those for a job it runs now: every order comes with the job leaving IN_PROGRESS
-   * (cancel, timeout, ttl), so one for a job this worker holds again was for an earlier attempt (a /retry handed it
-   * back to the same worker) and must not stop this one. Orders stay until their worker fetches them, so a retry
+   * (cancel, timeout, ttl), so one for a job this worker holds again was for an earlier attempt and must not stop
+   * this one. Takes do not hand a job back to a worker for RETAKE_AFTER_STOP_MS after its order, so this happens
+   * only with a worker that does not poll job-stop. Orders stay until their worker fetches them, so a retry
    * taken by another worker still lets the first one stop its old attempt.
    */
   private async currentStops(workerId: string): Promise<string[]> {
-    const ids = await this.store.takeStops(workerId);
+    const ids = await this.store.takeStops(workerId, this.clock.now());
     if (ids.length === 0) return ids;
     const held = new Set(await this.store.workerJobIds(workerId));
     return ids.filter((id) => !held.has(id));

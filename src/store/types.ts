@@ -211,7 +211,11 @@ export interface JobStore {
   expireWorkerLeases(silentSince: number, now: number, maxAttempts: number): Promise<LeaseSweep>;
   deleteWorker(workerId: string): Promise<void>;
   /** Pending stop orders for a worker, consumed by this call. */
-  takeStops(workerId: string): Promise<string[]>;
+  /**
+   * The worker's stop orders not fetched yet, now marked fetched. A fetched order stays until RETAKE_AFTER_STOP_MS
+   * after it was made: takes do not hand its job back to the worker meanwhile.
+   */
+  takeStops(workerId: string, now: number): Promise<string[]>;
 }
 
 export interface AccountStore {

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { RETAKE_AFTER_STOP_MS } from '../../src/domain/index.ts';
+import { SILENT_WORKER_KEEP_MS } from '../../src/engine/sweeper.ts';
 import {
   createEndpoint,
   protocolWorker,
@@ -244,6 +246,33 @@ describe('executionTimeout', () => {
     expect(after.json.output).toBeUndefined();
   });
 
+  it('past the deadline, before any sweep: /status says TIMED_OUT and a cancel cannot make it CANCELLED', async () => {
+    // Sweeps a minute apart (the longest allowed), on their own clock: only the reads below can see the deadline.
+    const quiet = new TestClock();
+    const q = await startTestServer({ sweepIntervalMs: 60_000, leaseMs: 3_600_000, stopWaitMs: 500 }, { clock: quiet });
+    try {
+      const ep = await createEndpoint(q);
+      const w = protocolWorker(q, ep, 'w-overdue');
+      const sub = await q.api('POST', `/v2/${ep}/run`, { input: {}, policy: { executionTimeout: 5_000 } });
+      const id = sub.json.id as string;
+      expect((await w.take()).json.id).toBe(id);
+      quiet.advance(5_001);
+      expect((await q.api('GET', `/v2/${ep}/status/${id}`)).json).toMatchObject({ id, status: 'TIMED_OUT' });
+      expect((await q.api('POST', `/v2/${ep}/cancel/${id}`)).json).toMatchObject({ id, status: 'TIMED_OUT' });
+      expect((await w.stops()).json).toEqual({ jobsToStop: [id] });
+      expect((await w.done(id, { output: 'late' })).status).toBe(409);
+
+      // Cancel first, the deadline passed: the cancel finds the timeout, as /status would have.
+      const other = (await q.api('POST', `/v2/${ep}/run`, { input: {}, policy: { executionTimeout: 5_000 } })).json.id;
+      expect((await w.take()).json.id).toBe(other);
+      quiet.advance(5_001);
+      expect((await q.api('POST', `/v2/${ep}/cancel/${other}`)).json).toMatchObject({ id: other, status: 'TIMED_OUT' });
+      expect((await q.api('POST', `/v2/${ep}/retry/${other}`)).json).toEqual({ id: other, status: 'IN_QUEUE' });
+    } finally {
+      await q.close();
+    }
+  });
+
   it('a timeout noticed late (the server was down) reports the attempt as ending at its deadline', async () => {
     const ep = await createEndpoint(t);
     const w = newWorker(ep);
@@ -295,6 +324,8 @@ describe('executionTimeout', () => {
 
     const retry = await t.api('POST', `/v2/${ep}/retry/${id}`);
     expect(retry.json).toEqual({ id, status: 'IN_QUEUE' });
+    // Its worker gets it back once its old attempt has had time to stop (RETAKE_AFTER_STOP_MS).
+    clock.advance(RETAKE_AFTER_STOP_MS);
     const again = await w.take();
     expect(again.json).toMatchObject({ id, input: { again: 1 } });
     clock.advance(15_000 - MARGIN);
@@ -304,17 +335,21 @@ describe('executionTimeout', () => {
     expect((await status(ep, id)).json).toMatchObject({ status: 'COMPLETED', output: 'made it' });
   });
 
-  it('a stop order not yet fetched: kept for the worker of the timed-out attempt, never sent against a new one', async () => {
+  it('a stop order: the job is not handed back to its worker for RETAKE_AFTER_STOP_MS, nor the order sent against a new attempt', async () => {
     const ep = await createEndpoint(t);
     const [w1, w2] = [newWorker(ep), newWorker(ep)];
-    const id = await submit(ep, { policy: { executionTimeout: 15_000 } });
+    const id = await submit(ep, { input: { n: 1 }, policy: { executionTimeout: 15_000 } });
     expect((await w1.take()).json.id).toBe(id);
     clock.advance(15_001);
     await vi.waitFor(async () => expect((await status(ep, id)).json.status).toBe('TIMED_OUT'), { timeout: 10_000 });
-    // Retried before w1 fetched its order; w1 takes the job again: the order was for the old attempt.
+    // Retried before w1 fetched its order: w1 (still running the old attempt, as far as anyone knows) does not get
+    // the job, or the old attempt's late result would complete the new one; nor just after fetching it.
     expect((await t.api('POST', `/v2/${ep}/retry/${id}`)).json.status).toBe('IN_QUEUE');
-    expect((await w1.take()).json.id).toBe(id);
-    expect((await w1.stops()).status).toBe(204);
+    expect((await w1.take()).status).toBe(204);
+    expect((await w1.stops()).json).toEqual({ jobsToStop: [id] });
+    expect((await w1.take()).status).toBe(204);
+    clock.advance(RETAKE_AFTER_STOP_MS);
+    expect((await w1.take()).json).toMatchObject({ id, input: { n: 1 } });
     expect((await status(ep, id)).json.status).toBe('IN_PROGRESS');
 
     // Timed out again, retried, and taken by another worker: w1 still learns to stop its old attempt.
@@ -323,6 +358,21 @@ describe('executionTimeout', () => {
     expect((await t.api('POST', `/v2/${ep}/retry/${id}`)).json.status).toBe('IN_QUEUE');
     expect((await w2.take()).json.id).toBe(id);
     expect((await w1.stops()).json).toEqual({ jobsToStop: [id] });
+  });
+
+  it('a worker that never polls job-stop gets the job back once RETAKE_AFTER_STOP_MS has passed', async () => {
+    const ep = await createEndpoint(t);
+    const w = newWorker(ep);
+    const id = await submit(ep, { policy: { executionTimeout: 15_000 } });
+    expect((await w.take()).json.id).toBe(id);
+    clock.advance(15_001);
+    await vi.waitFor(async () => expect((await status(ep, id)).json.status).toBe('TIMED_OUT'), { timeout: 10_000 });
+    expect((await t.api('POST', `/v2/${ep}/retry/${id}`)).json.status).toBe('IN_QUEUE');
+    expect((await w.take()).status).toBe(204);
+    clock.advance(RETAKE_AFTER_STOP_MS);
+    expect((await w.take()).json.id).toBe(id);
+    // The old order is not sent against the attempt it now runs.
+    expect((await w.stops()).status).toBe(204);
   });
 });
 
@@ -413,5 +463,25 @@ describe('result retention', () => {
     const res = await status(ep, 'never-existed-e1');
     expect(res.status).toBe(404);
     expect(res.json.code).toBe('JOB_NOT_FOUND');
+  });
+});
+
+describe('silent workers joined from outside', () => {
+  it('are forgotten SILENT_WORKER_KEEP_MS after their lease ran out, and may come back', async () => {
+    const ep = await createEndpoint(t);
+    const w = newWorker(ep);
+    expect((await w.ping()).status).toBe(200);
+    const id = (await t.server.store.listWorkers(ep))[0]!.id;
+    clock.advance(3_600_001); // the lease (leaseMs here)
+    await vi.waitFor(async () => expect((await t.server.store.getWorker(id))?.state).toBe('unhealthy'), {
+      timeout: 10_000,
+    });
+    clock.advance(SILENT_WORKER_KEEP_MS - MARGIN);
+    await afterSweeps();
+    expect(await t.server.store.getWorker(id)).not.toBeNull();
+    clock.advance(MARGIN + 60_001); // past the keep, and a prune pass (once a minute) due
+    await vi.waitFor(async () => expect(await t.server.store.getWorker(id)).toBeNull(), { timeout: 10_000 });
+    expect((await w.ping()).status).toBe(200);
+    expect((await t.server.store.getWorker(id))?.state).not.toBe('unhealthy');
   });
 });

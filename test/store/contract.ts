@@ -4,8 +4,14 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Endpoint, Template } from '../../src/domain/index.ts';
-import { ENDPOINT_DEFAULTS, LIMITS, MAX_REQUEUES, TEMPLATE_DEFAULTS } from '../../src/domain/index.ts';
-import type { HandTo, Store } from '../../src/store/index.ts';
+import {
+  ENDPOINT_DEFAULTS,
+  LIMITS,
+  MAX_REQUEUES,
+  RETAKE_AFTER_STOP_MS,
+  TEMPLATE_DEFAULTS,
+} from '../../src/domain/index.ts';
+import { isUniqueViolation, type HandTo, type Store } from '../../src/store/index.ts';
 import { newJob, T0, worker } from './records.ts';
 
 import { countsContract } from './contract-counts.ts';
@@ -264,8 +270,8 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         await store.takeJobs(ep, 'w1', 1, T0 + 5);
         expect(await store.cancelJob(ep, q.id, T0 + 6)).toMatchObject({ outcome: 'cancelled', stopWorkerId: null });
         expect(await store.cancelJob(ep, r.id, T0 + 6)).toMatchObject({ outcome: 'cancelled', stopWorkerId: 'w1' });
-        expect(await store.takeStops('w1')).toEqual([r.id]);
-        expect(await store.takeStops('w1')).toEqual([]);
+        expect(await store.takeStops('w1', T0 + 7)).toEqual([r.id]);
+        expect(await store.takeStops('w1', T0 + 8)).toEqual([]);
         expect(await store.cancelJob(ep, r.id, T0 + 7)).toMatchObject({ outcome: 'final' });
         expect(await store.cancelJob(ep, 'nope', T0 + 7)).toMatchObject({ outcome: 'not_found' });
         expect(await store.takeJobs(ep, 'w2', 5, T0 + 8)).toEqual([]);
@@ -303,6 +309,37 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(await store.retryJob(ep, j.id, T0 + 10)).toMatchObject({ outcome: 'not_retryable' });
       });
 
+      it('does not hand a job back to a worker that has not fetched the stop order of its earlier attempt', async () => {
+        const short = { executionTimeoutMs: 5_000, lowPriority: false, ttlMs: 3_600_000 };
+        const j = await store.submitJob(newJob(ep, { policy: short, createdAt: T0 }));
+        await store.takeJobs(ep, 'w1', 1, T0 + 1);
+        await store.timeoutJobs(T0 + 5_002, 10);
+        expect(await store.retryJob(ep, j.id, T0 + 5_003)).toMatchObject({ outcome: 'queued' });
+        const other = await store.submitJob(newJob(ep, { createdAt: T0 + 5_004 }));
+        // w1 gets the next job instead, and not the retried one for RETAKE_AFTER_STOP_MS after the order, fetched or
+        // not (its old attempt may still be winding down).
+        expect((await store.takeJobs(ep, 'w1', 5, T0 + 5_005)).map((x) => x.id)).toEqual([other.id]);
+        expect(await store.takeStops('w1', T0 + 5_006)).toEqual([j.id]);
+        expect(await store.takeStops('w1', T0 + 5_007)).toEqual([]);
+        expect(await store.takeJobs(ep, 'w1', 5, T0 + 5_008)).toEqual([]);
+        const unblocked = T0 + 5_002 + RETAKE_AFTER_STOP_MS + 1;
+        expect((await store.takeJobs(ep, 'w1', 5, unblocked)).map((x) => x.id)).toEqual([j.id]);
+
+        // A worker that never fetches the order gets the job back RETAKE_AFTER_STOP_MS later; a second order for the
+        // same job (the fetched one still kept) starts the wait again.
+        const second = unblocked + 5_001;
+        await store.timeoutJobs(second, 10);
+        expect(await store.retryJob(ep, j.id, second + 1)).toMatchObject({ outcome: 'queued' });
+        expect(await store.takeJobs(ep, 'w1', 5, second + 2)).toEqual([]);
+        const later = second + RETAKE_AFTER_STOP_MS + 1;
+        expect((await store.takeJobs(ep, 'w1', 5, later)).map((x) => x.id)).toEqual([j.id]);
+
+        // Another worker is not held back by w1's order.
+        await store.timeoutJobs(later + 5_001, 10);
+        expect(await store.retryJob(ep, j.id, later + 5_002)).toMatchObject({ outcome: 'queued' });
+        expect((await store.takeJobs(ep, 'w2', 5, later + 5_003)).map((x) => x.id)).toEqual([j.id]);
+      });
+
       it('purges queued jobs only', async () => {
         const running = await store.submitJob(newJob(ep, { createdAt: T0 }));
         await store.submitJob(newJob(ep, { createdAt: T0 + 1 }));
@@ -311,6 +348,15 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(await store.purgeQueue(ep, T0 + 6)).toBe(2);
         expect((await store.getJob(ep, running.id))?.status).toBe('IN_PROGRESS');
         expect(await store.jobCounts(ep)).toMatchObject({ inQueue: 0, inProgress: 1 });
+      });
+
+      it("does not count queued jobs past their ttl as removed: they are the sweep's, with their tombstones", async () => {
+        const short = { executionTimeoutMs: 60_000, lowPriority: false, ttlMs: 10_000 };
+        const expired = await store.submitJob(newJob(ep, { policy: short, createdAt: T0 }));
+        await store.submitJob(newJob(ep, { createdAt: T0 + 1 }));
+        expect(await store.purgeQueue(ep, T0 + 10_000)).toBe(1);
+        expect((await store.expireJobs(T0 + 10_001, 100)).map((s) => s.job.id)).toEqual([expired.id]);
+        expect(await store.getTombstone(ep, expired.id)).toBe('TTL_EXPIRED');
       });
     });
 
@@ -326,7 +372,7 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(swept.find((s) => s.job.id === running.id)?.stopWorkerId).toBe('w1');
         expect(await store.getJob(ep, running.id)).toBeNull();
         expect(await store.getTombstone(ep, running.id)).toBe('TTL_EXPIRED');
-        expect(await store.takeStops('w1')).toEqual([running.id]);
+        expect(await store.takeStops('w1', T0 + 10_002)).toEqual([running.id]);
         expect(await store.pruneTombstones(T0 + 20_000)).toBe(2);
         expect(await store.getTombstone(ep, running.id)).toBeNull();
       });
@@ -348,7 +394,7 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(await store.timeoutJobs(T0 + 5_099, 10)).toEqual([]);
         const swept = await store.timeoutJobs(T0 + 5_100, 10);
         expect(swept).toMatchObject([{ job: { id: j.id, status: 'TIMED_OUT' }, stopWorkerId: 'w1' }]);
-        expect(await store.takeStops('w1')).toEqual([j.id]);
+        expect(await store.takeStops('w1', T0 + 5_101)).toEqual([j.id]);
         expect((await store.finishJob(ep, j.id, 'w1', COMPLETED, T0 + 5_200)).ok).toBe(false);
         expect(await store.retryJob(ep, j.id, T0 + 5_300)).toMatchObject({ outcome: 'queued' });
       });
@@ -380,14 +426,15 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         );
         await store.takeJobs(ep, 'w1', 1, T0 + 100);
         await store.timeoutJobs(T0 + 5_100, 10);
-        // w1 has not fetched its stop order when the job is retried and w1 takes it again.
+        // w1 never fetches its stop order; the job is retried and w1 takes it again (RETAKE_AFTER_STOP_MS later).
         expect(await store.retryJob(ep, j.id, T0 + 5_200)).toMatchObject({ outcome: 'queued' });
-        const [again] = await store.takeJobs(ep, 'w1', 1, T0 + 5_300);
+        const later = T0 + 5_100 + RETAKE_AFTER_STOP_MS + 1;
+        const [again] = await store.takeJobs(ep, 'w1', 1, later);
         expect(again).toMatchObject({ id: j.id, attempt: 1 });
         // The store keeps it (w1 may still run the timed-out attempt); WorkerGateway.stops leaves out jobs w1 holds.
-        expect(await store.takeStops('w1')).toEqual([j.id]);
+        expect(await store.takeStops('w1', later + 1)).toEqual([j.id]);
         // With two hand-outs allowed, losing w1 now is the first loss: back to the queue, not FAILED.
-        const lost = await store.releaseWorkerJobs('w1', T0 + 6_000, 2, 'test');
+        const lost = await store.releaseWorkerJobs('w1', later + 700, 2, 'test');
         expect(lost.requeued.map((x) => x.id)).toEqual([j.id]);
         expect(lost.failed).toEqual([]);
       });
@@ -465,9 +512,17 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
           inQueue: 2,
           inQueueLowPriority: 1,
           inProgress: 0,
+          inProgressLowPriority: 0,
           oldestQueuedAt: T0 + 3,
         });
         expect(await store.activeEndpointIds()).toEqual([ep]);
+        // Taken in queue order: the low-priority job (the oldest) runs with one normal job.
+        await store.takeJobs(ep, 'w1', 2, T0 + 10);
+        expect(await store.queueSnapshot(ep)).toMatchObject({
+          inQueue: 1,
+          inProgress: 2,
+          inProgressLowPriority: 1,
+        });
       });
     });
 
@@ -514,7 +569,7 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(await store.takeOverWorker(mine, { endpointId: other, lastSeenAt: T0 })).toBe(true);
         expect(await store.getWorker('w1')).toMatchObject({ endpointId: ep, lastSeenAt: T0 + 9_000, managed: false });
         // The earlier holder's stop order (another endpoint's job) is gone with it; a second taker loses.
-        expect(await store.takeStops('w1')).toEqual([]);
+        expect(await store.takeStops('w1', T0 + 9_001)).toEqual([]);
         expect(await store.takeOverWorker(mine, { endpointId: other, lastSeenAt: T0 })).toBe(false);
         // A managed worker's id is never taken over.
         await store.upsertWorker(worker('m1', other, { managed: true, lastSeenAt: T0 }));
@@ -565,7 +620,13 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
           createdAt: T0,
         };
         await store.createTemplate(t);
-        await expect(store.createTemplate({ ...t, id: 't2' })).rejects.toThrow();
+        // The same name again: a unique violation, which the engine turns into NAME_TAKEN (engine/resource-rules.ts).
+        const taken = await store.createTemplate({ ...t, id: 't2' }).catch((e: unknown) => e);
+        expect(isUniqueViolation(taken), String(taken)).toBe(true);
+        await store.createTemplate({ ...t, id: 't2', name: 'tpl-2' });
+        const renamed = await store.updateTemplate({ ...t, id: 't2', name: 'tpl' }).catch((e: unknown) => e);
+        expect(isUniqueViolation(renamed), String(renamed)).toBe(true);
+        await store.deleteTemplate('u1', 't2');
         expect(await store.getTemplate('u2', 't1')).toBeNull();
         const e: Endpoint = {
           ...ENDPOINT_DEFAULTS,

@@ -1,4 +1,11 @@
-import { pastDeadline, resultsExpireAt, takeBatchSize, type Job, type TombstoneReason } from '../../domain/index.ts';
+import {
+  pastDeadline,
+  resultsExpireAt,
+  RETAKE_AFTER_STOP_MS,
+  takeBatchSize,
+  type Job,
+  type TombstoneReason,
+} from '../../domain/index.ts';
 import { newJobRecord } from '../new-job.ts';
 import type { FencedOutcome, HandTo, JobStore, NewJob } from '../types.ts';
 import type { Conn, Db } from './db.ts';
@@ -30,11 +37,12 @@ async function fenced(c: Conn, endpointId: string, jobId: string, workerId: stri
 }
 
 export async function addStop(c: Conn, workerId: string, jobId: string, now: number): Promise<void> {
-  await c.query('INSERT INTO job_stops (worker_id, job_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
-    workerId,
-    jobId,
-    now,
-  ]);
+  // A newer order for the same job (a later attempt on the same worker) restarts RETAKE_AFTER_STOP_MS.
+  await c.query(
+    `INSERT INTO job_stops (worker_id, job_id, created_at) VALUES ($1, $2, $3)
+     ON CONFLICT (worker_id, job_id) DO UPDATE SET created_at = excluded.created_at, fetched_at = NULL`,
+    [workerId, jobId, now],
+  );
 }
 
 /** A new attempt streams from scratch: drop the old chunks and every consumer's cursor with them. */
@@ -127,12 +135,13 @@ export function jobVerbs(db: Db): JobVerbs {
       const rows = await db.query<JobRow>(
         `WITH picked AS (
            SELECT id FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND expires_at > $2
+             AND NOT EXISTS (SELECT 1 FROM job_stops s WHERE s.worker_id = $4 AND s.job_id = jobs.id AND s.created_at > $5)
            ORDER BY queued_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED)
          UPDATE jobs j SET status = 'IN_PROGRESS', attempt = j.attempt + 1, worker_id = $4, started_at = $2,
            deadline_at = $2 + j.execution_timeout_ms, output = NULL, error = NULL
          FROM picked WHERE j.id = picked.id
          RETURNING j.*`,
-        [endpointId, now, takeBatchSize(max), workerId],
+        [endpointId, now, takeBatchSize(max), workerId, now - RETAKE_AFTER_STOP_MS],
       );
       // RETURNING gives no order guarantee; hand jobs out in queue order.
       return byQueueOrder(rows);
@@ -293,12 +302,13 @@ export function jobVerbs(db: Db): JobVerbs {
       });
     },
 
-    async purgeQueue(endpointId) {
-      // Counted in the database: a deep queue's ids (a million of them) never travel to this process.
+    async purgeQueue(endpointId, now) {
+      // Counted in the database: a deep queue's ids (a million of them) never travel to this process. Jobs past
+      // their ttl are the sweep's (it leaves their JOB_EXPIRED tombstones): not counted as removed here.
       const [r] = await db.query<{ n: number }>(
-        `WITH gone AS (DELETE FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' RETURNING 1)
+        `WITH gone AS (DELETE FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND expires_at > $2 RETURNING 1)
          SELECT count(*)::int AS n FROM gone`,
-        [endpointId],
+        [endpointId, now],
       );
       return r?.n ?? 0;
     },

@@ -304,6 +304,13 @@ CREATE TABLE fleet_status (
     // was kept in the memory of the node that saw it, so another node (or a restart) ended the pause at once.
     sql: `ALTER TABLE workers ADD COLUMN retired_at BIGINT;`,
   },
+  {
+    version: 9,
+    name: 'job_stops: when the worker fetched the order',
+    // A fetched order is kept for RETAKE_AFTER_STOP_MS: the worker does not get that job back meanwhile (its old
+    // attempt may still be winding down), where a deleted order let it take the job again at once.
+    sql: `ALTER TABLE job_stops ADD COLUMN fetched_at BIGINT;`,
+  },
 ];
 
 export const LATEST = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

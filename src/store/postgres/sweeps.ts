@@ -1,4 +1,10 @@
-import { releasedJob, resultsExpireAt, type Job, type TombstoneReason } from '../../domain/index.ts';
+import {
+  releasedJob,
+  resultsExpireAt,
+  RETAKE_AFTER_STOP_MS,
+  type Job,
+  type TombstoneReason,
+} from '../../domain/index.ts';
 import type { JobStore, LeaseSweep, SweptJob } from '../types.ts';
 import type { Conn, Db } from './db.ts';
 import { addStop, clearStreams } from './jobs.ts';
@@ -217,10 +223,13 @@ export function sweepVerbs(db: Db): SweepVerbs {
       });
     },
 
-    async takeStops(workerId) {
+    async takeStops(workerId, now) {
+      // The orders not fetched yet, marked fetched; fetched ones past RETAKE_AFTER_STOP_MS go.
       const rows = await db.query<{ job_id: string }>(
-        'DELETE FROM job_stops WHERE worker_id = $1 RETURNING job_id, created_at',
-        [workerId],
+        `WITH gone AS (
+           DELETE FROM job_stops WHERE worker_id = $1 AND fetched_at IS NOT NULL AND created_at <= $3)
+         UPDATE job_stops SET fetched_at = $2 WHERE worker_id = $1 AND fetched_at IS NULL RETURNING job_id`,
+        [workerId, now, now - RETAKE_AFTER_STOP_MS],
       );
       return rows.map((r) => r.job_id);
     },

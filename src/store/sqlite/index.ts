@@ -166,8 +166,8 @@ class SqliteStore implements Store {
   retryJob(endpointId: string, jobId: string, now: number) {
     return this.write(() => this.jobs.retry(endpointId, jobId, now));
   }
-  purgeQueue(endpointId: string, _now: number) {
-    return this.write(() => this.jobs.purge(endpointId));
+  purgeQueue(endpointId: string, now: number) {
+    return this.write(() => this.jobs.purge(endpointId, now));
   }
   setJobTtl(endpointId: string, jobId: string, ttlMs: number) {
     return this.write(() => this.jobs.setTtl(endpointId, jobId, ttlMs));
@@ -251,10 +251,10 @@ class SqliteStore implements Store {
   deleteWorker(workerId: string) {
     return this.write(() => this.workers.remove(workerId));
   }
-  takeStops(workerId: string) {
+  takeStops(workerId: string, now: number) {
     // Read first, as for takes: job-stop polls are constant and almost always find nothing.
     if (!this.jobs.anyStops(workerId)) return Promise.resolve([]);
-    return this.softWrite(() => this.jobs.takeStops(workerId));
+    return this.softWrite(() => this.jobs.takeStops(workerId, now));
   }
 
   // Accounts

@@ -3,6 +3,7 @@ import {
   pastDeadline,
   releasedJob,
   resultsExpireAt,
+  RETAKE_AFTER_STOP_MS,
   takeBatchSize,
   type Job,
   type TombstoneReason,
@@ -99,10 +100,12 @@ export class SqliteJobs {
     // statement whose LIMIT is a bound parameter each time the table changed since its last run — on every take,
     // ~10 µs each.
     const limit = takeBatchSize(max);
+    // Not a job this worker got a stop order for within RETAKE_AFTER_STOP_MS (its earlier attempt may still run).
     const queued = this.q(
       `SELECT rowid AS r FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND expires_at > ?
+         AND NOT EXISTS (SELECT 1 FROM job_stops s WHERE s.worker_id = ? AND s.job_id = jobs.id AND s.created_at > ?)
        ORDER BY queued_at, rowid LIMIT ${limit}`,
-    ).all(endpointId, now) as Array<{ r: number }>;
+    ).all(endpointId, now, workerId, now - RETAKE_AFTER_STOP_MS) as Array<{ r: number }>;
     if (queued.length === 0) return [];
     const claim = this.jobsQ(
       `UPDATE jobs SET status = 'IN_PROGRESS', attempt = attempt + 1, worker_id = ?, started_at = ?,
@@ -206,11 +209,11 @@ export class SqliteJobs {
   }
 
   private addStop(workerId: string, jobId: string, now: number): void {
-    this.q('INSERT OR IGNORE INTO job_stops (worker_id, job_id, created_at) VALUES (?, ?, ?)').run(
-      workerId,
-      jobId,
-      now,
-    );
+    // A newer order for the same job (a later attempt on the same worker) restarts RETAKE_AFTER_STOP_MS.
+    this.q(
+      `INSERT INTO job_stops (worker_id, job_id, created_at) VALUES (?, ?, ?)
+       ON CONFLICT (worker_id, job_id) DO UPDATE SET created_at = excluded.created_at, fetched_at = NULL`,
+    ).run(workerId, jobId, now);
   }
 
   cancel(endpointId: string, jobId: string, now: number): CancelOutcome {
@@ -243,8 +246,12 @@ export class SqliteJobs {
     return { outcome: 'queued', job: toJob(updated) };
   }
 
-  purge(endpointId: string): number {
-    return Number(this.q(`DELETE FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE'`).run(endpointId).changes);
+  /** Jobs past their ttl are the sweep's (it leaves their JOB_EXPIRED tombstones): not counted as removed here. */
+  purge(endpointId: string, now: number): number {
+    return Number(
+      this.q(`DELETE FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND expires_at > ?`).run(endpointId, now)
+        .changes,
+    );
   }
 
   setTtl(endpointId: string, jobId: string, ttlMs: number): Job | null {
@@ -437,13 +444,20 @@ export class SqliteJobs {
   }
 
   anyStops(workerId: string): boolean {
-    return this.q('SELECT 1 FROM job_stops WHERE worker_id = ? LIMIT 1').get(workerId) !== undefined;
+    return (
+      this.q('SELECT 1 FROM job_stops WHERE worker_id = ? AND fetched_at IS NULL LIMIT 1').get(workerId) !== undefined
+    );
   }
 
-  takeStops(workerId: string): string[] {
-    const rows = this.q('DELETE FROM job_stops WHERE worker_id = ? RETURNING job_id').all(workerId) as Array<{
-      job_id: string;
-    }>;
+  /** The orders not fetched yet, marked fetched; fetched ones past RETAKE_AFTER_STOP_MS go. */
+  takeStops(workerId: string, now: number): string[] {
+    this.q('DELETE FROM job_stops WHERE worker_id = ? AND fetched_at IS NOT NULL AND created_at <= ?').run(
+      workerId,
+      now - RETAKE_AFTER_STOP_MS,
+    );
+    const rows = this.q(
+      'UPDATE job_stops SET fetched_at = ? WHERE worker_id = ? AND fetched_at IS NULL RETURNING job_id',
+    ).all(now, workerId) as Array<{ job_id: string }>;
     return rows.map((r) => r.job_id);
   }
 }

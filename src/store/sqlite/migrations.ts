@@ -261,6 +261,13 @@ CREATE INDEX jobs_endpoint_created ON jobs (endpoint_id, created_at, id);`,
     // was kept in one node's memory, so a restart ended the pause at once.
     sql: `ALTER TABLE workers ADD COLUMN retired_at INTEGER;`,
   },
+  {
+    version: 10,
+    name: 'job_stops: when the worker fetched the order',
+    // A fetched order is kept for RETAKE_AFTER_STOP_MS: the worker does not get that job back meanwhile (its old
+    // attempt may still be winding down), where a deleted order let it take the job again at once.
+    sql: `ALTER TABLE job_stops ADD COLUMN fetched_at INTEGER;`,
+  },
 ];
 
 export function migrate(db: DatabaseSync): void {
