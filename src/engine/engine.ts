@@ -4,6 +4,7 @@ import {
   pastDeadline,
   POLICY,
   resultsExpired,
+  RETAKE_AFTER_STOP_MS,
   RETENTION,
   type Endpoint,
   type Job,
@@ -341,7 +342,7 @@ export class JobEngine {
   }
 
   async retry(endpointId: string, jobId: string): Promise<Job> {
-    await this.getJob(endpointId, jobId); // a job past its ttl is gone, even before the sweep deletes it
+    const before = await this.getJob(endpointId, jobId); // a job past its ttl is gone, even before the sweep deletes it
     const res = await this.store.retryJob(endpointId, jobId, this.clock.now());
     switch (res.outcome) {
       case 'not_found':
@@ -352,12 +353,26 @@ export class JobEngine {
         this.jobChanged(res.job);
         this.bus.publish(topics.queue(endpointId));
         this.emit({ type: 'requeued', job: res.job, cause: 'retry' });
+        this.wakeWhenRetakeable(before);
         return res.job;
       default: {
         const unreachable: never = res;
         return unreachable;
       }
     }
+  }
+
+  /**
+   * A timed-out attempt left its worker a stop order, and takes do not hand the job back to that worker until
+   * RETAKE_AFTER_STOP_MS after it (domain/jobs.ts). That worker may be the endpoint's only one, waiting in a long
+   * poll nothing else would wake: wake the endpoint's takes again when the job becomes its to take.
+   */
+  private wakeWhenRetakeable(before: Job): void {
+    if (before.status !== 'TIMED_OUT' || before.completedAt === null) return;
+    const delay = before.completedAt + RETAKE_AFTER_STOP_MS - this.clock.now();
+    if (delay <= 0) return;
+    const topic = topics.queue(before.endpointId);
+    setTimeout(() => this.bus.publish(topic), delay + RETAKE_WAKE_SLACK_MS).unref();
   }
 
   async purge(endpointId: string): Promise<number> {
@@ -381,6 +396,9 @@ export class JobEngine {
 export function isFinalStatus(status: string): status is TerminalStatus {
   return status === 'COMPLETED' || status === 'FAILED' || status === 'CANCELLED' || status === 'TIMED_OUT';
 }
+
+/** After the retake window: the timeout's stop order may be written a moment after the job's completedAt. */
+const RETAKE_WAKE_SLACK_MS = 50;
 
 /** How many overdue attempts a read that finds one times out at once (the sweep does the rest on its next pass). */
 const OVERDUE_BATCH = 100;

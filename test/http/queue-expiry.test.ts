@@ -374,6 +374,30 @@ describe('executionTimeout', () => {
     // The old order is not sent against the attempt it now runs.
     expect((await w.stops()).status).toBe(204);
   });
+
+  it('the only worker, in a long take when the wait ends, gets the job then, not at its next poll', async () => {
+    const own = new TestClock();
+    const q = await startTestServer({ sweepIntervalMs: 50, leaseMs: 3_600_000, takeWaitMs: 20_000 }, { clock: own });
+    try {
+      const ep = await createEndpoint(q);
+      const w = protocolWorker(q, ep, 'w-retake-wake');
+      const sub = await q.api('POST', `/v2/${ep}/run`, { input: {}, policy: { executionTimeout: 5_000 } });
+      const id = sub.json.id as string;
+      expect((await w.take()).json.id).toBe(id);
+      own.advance(5_001);
+      await vi.waitFor(async () =>
+        expect((await q.api('GET', `/v2/${ep}/status/${id}`)).json.status).toBe('TIMED_OUT'),
+      );
+      // Retried about a second before the worker may have the job again; its take begins at once and would wait 20 s.
+      own.advance(RETAKE_AFTER_STOP_MS - 1_000);
+      expect((await q.api('POST', `/v2/${ep}/retry/${id}`)).json.status).toBe('IN_QUEUE');
+      const began = performance.now();
+      expect((await w.take()).json.id).toBe(id);
+      expect(performance.now() - began).toBeLessThan(10_000);
+    } finally {
+      await q.close();
+    }
+  });
 });
 
 describe('result retention', () => {
