@@ -140,14 +140,16 @@ export function buildApp(deps: AppDeps, opts: AppOptions = {}): FastifyInstance 
       // A node on an older or newer schema than it knows must not take traffic (a rolling upgrade half done).
       const schema = await deps.store.schemaVersion();
       if (schema.current !== schema.latest) {
-        throw new Error(`the database schema is at version ${schema.current}; this server needs ${schema.latest}`);
+        throw new SchemaMismatch(
+          `the database schema is at version ${schema.current}; this server needs ${schema.latest}`,
+        );
       }
       return { status: 'ready', ...opts.readyInfo?.() };
     } catch (error) {
-      return sendError(
-        reply,
-        new WharfError('STORE_UNAVAILABLE', { reason: (error as Error).message }, { cause: error }),
-      );
+      // Anyone may ask (no key): the store's own error (its address, its user) goes to the log, not to them.
+      request.log.warn({ err: error }, 'not ready');
+      const reason = error instanceof SchemaMismatch ? error.message : 'the store does not answer (see the server log)';
+      return sendError(reply, new WharfError('STORE_UNAVAILABLE', { reason }));
     }
   });
 
@@ -164,6 +166,9 @@ export function buildApp(deps: AppDeps, opts: AppOptions = {}): FastifyInstance 
   registerGraphqlRoutes(app, deps);
   return app;
 }
+
+/** A /readyz refusal whose message is the operator's to read anywhere: it names no address or account. */
+class SchemaMismatch extends Error {}
 
 /** Worker posts that finish running work: results, stream chunks, heartbeats, stop orders. */
 const FINISHING = /^\/v2\/[^/]+\/(job-done|job-stream|ping|job-stop)\//;

@@ -44,7 +44,11 @@ describe.skipIf(unavailable !== null)('a node that loses PostgreSQL', () => {
       expect(run.json).toMatchObject({ code: 'STORE_UNAVAILABLE' });
       expect(run.json.message).toMatch(/PostgreSQL is unreachable/);
       expect((await t.api('GET', `/v2/${ep}/status/${before.json.id}`)).status).toBe(503);
-      expect((await readyz(t)).status).toBe(503);
+      const notReady = await readyz(t);
+      expect(notReady.status).toBe(503);
+      // Asked without a key: the store's own error (its address) stays in the log.
+      expect(notReady.json).toMatchObject({ code: 'STORE_UNAVAILABLE', message: expect.stringMatching(/server log/) });
+      expect(JSON.stringify(notReady.json)).not.toMatch(/127\.0\.0\.1|ECONN|:\d{4,5}/);
 
       await proxy.restore();
       await until(async () => (await readyz(t)).json?.leader === true, 10_000, 'ready and leading again');
