@@ -324,7 +324,7 @@ describe('ProcessExecutor', () => {
     await until(() => exited);
   });
 
-  it('stops everything it started and refuses new starts afterwards', async () => {
+  it('stops everything it started and refuses new starts afterwards, until it starts again with a cleanup', async () => {
     const ex = executor();
     const a = await start(ex, { workerId: 'a', startCmd: ['node', 'graceful.mjs'] });
     const b = await start(ex, { workerId: 'b', startCmd: ['node', 'stubborn.mjs'] });
@@ -334,6 +334,12 @@ describe('ProcessExecutor', () => {
     expect(await a.exit).toEqual({ code: 0, signal: null });
     expect(await b.exit).toEqual({ code: null, signal: 'SIGKILL' });
     await expect(start(ex, { workerId: 'c' })).rejects.toThrow(/shutting down/);
+    // A multi-node leader that lost its role (stopAll) and regained it: its supervisor cleans up first, then starts.
+    await ex.cleanupOrphans();
+    const c = await start(ex, { workerId: 'c', startCmd: ['node', 'graceful.mjs'] });
+    await c.line('ready');
+    await ex.stopAll({ graceMs: 2_000 });
+    expect(await c.exit).toEqual({ code: 0, signal: null });
   });
 
   it('cleans up the workers of a supervisor that crashed', async () => {

@@ -202,6 +202,8 @@ export class ProcessExecutor implements Executor {
   }
 
   async cleanupOrphans(): Promise<number> {
+    // The supervisor calls this first when it (re)starts, e.g. on regaining leadership after a stopAll.
+    this.closing = false;
     let names: string[];
     try {
       names = readdirSync(this.stateDir);
