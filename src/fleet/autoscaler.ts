@@ -174,7 +174,10 @@ function demand(policy: ScalerPolicy, queue: QueueSnapshot, workers: WorkerView[
       const delayed =
         inQueue > 0 && queue.oldestQueuedAgeMs !== null && queue.oldestQueuedAgeMs > policy.scalerValue * 1000;
       if (fromZero) return { f: Math.max(1, f), why: 'scale-from-zero' };
-      if (delayed && idle === 0 && throttled === 0) {
+      // A worker still starting is on its way to the queue: one more start at every pass until it is up would
+      // ratchet a cold endpoint to workersMax for a single job (an image pull outlasts many passes).
+      const starting = live.some((w) => w.state === 'initializing');
+      if (delayed && idle === 0 && throttled === 0 && !starting) {
         f += 1;
         return { f, why: 'queue-delay' };
       }

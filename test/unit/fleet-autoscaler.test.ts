@@ -77,10 +77,22 @@ const cases: Case[] = [
     expect: { desired: 2, start: 1, reason: 'queue-delay' },
   },
   {
-    name: 'initializing workers count as busy',
+    name: 'initializing workers count as busy, and no worker is added while one is starting',
     queue: { inQueue: 2, oldestQueuedAgeMs: 5_000 },
     workers: [w('a', 'running'), w('b', 'initializing')],
-    expect: { desired: 3, start: 1, reason: 'queue-delay' },
+    expect: { desired: 2, start: 0, reason: 'busy-workers' },
+  },
+  {
+    name: 'a cold start outlasting scalerValue does not ratchet the fleet up (one job, one worker starting)',
+    queue: { inQueue: 1, oldestQueuedAgeMs: 60_000 },
+    workers: [w('a', 'initializing')],
+    expect: { desired: 1, start: 0, reason: 'busy-workers' },
+  },
+  {
+    name: 'once the started worker is up and busy, a queue still waiting adds one',
+    queue: { inQueue: 1, inProgress: 1, oldestQueuedAgeMs: 60_000 },
+    workers: [w('a', 'running')],
+    expect: { desired: 2, start: 1, reason: 'queue-delay' },
   },
   {
     name: 'no extra worker while an idle one exists',
