@@ -472,8 +472,14 @@ export class Supervisor {
       retired: false,
       retiredAt: null,
     };
-    await this.d.store.upsertWorker(record);
-    await this.d.store.recordUsageStart(usageOf(endpoint, template, record, this.o.dataCenterId)); // billing
+    try {
+      await this.d.store.upsertWorker(record);
+      await this.d.store.recordUsageStart(usageOf(endpoint, template, record, this.o.dataCenterId)); // billing
+    } catch (error) {
+      // No worker will run on these GPUs: without this they stay held by an id that never ran, until a restart.
+      this.d.inventory.release(id);
+      throw error;
+    }
     const m: Managed = {
       id,
       endpointId: endpoint.id,

@@ -194,3 +194,23 @@ it("runs only admin users' endpoints by default: another user's workers would ru
     await closeFleet(trusting);
   }
 });
+
+it('gives the GPUs back when a start fails on a store error, so the next start gets them', async () => {
+  const gpuFleet = await startFleet({ gpus: 'NVIDIA A40:1' });
+  try {
+    // The store fails once as the supervisor records the worker it is about to start (a full disk, a lost database).
+    const store = gpuFleet.server.store;
+    const upsert = store.upsertWorker.bind(store);
+    let failures = 1;
+    store.upsertWorker = async (w) => {
+      if (failures-- > 0) throw new Error('SQLITE_FULL: database or disk is full');
+      return upsert(w);
+    };
+    const ep = await gpuFleet.endpoint({ computeType: 'GPU', gpuTypeIds: ['NVIDIA A40'], gpuCount: 1 });
+    const id = await gpuFleet.run(ep, { n: 1 });
+    expect(await gpuFleet.waitJob(ep, id, 25_000)).toMatchObject({ status: 'COMPLETED' });
+    expect(failures).toBeLessThan(0); // the failure did happen
+  } finally {
+    await closeFleet(gpuFleet);
+  }
+});
