@@ -202,9 +202,28 @@ export function cpuInstanceIds(
   return e.cpuFlavorIds.map((f) => `${f}-${e.vcpuCount}-${e.vcpuCount * (CPU_GB_PER_VCPU[f.slice(-1)] ?? 4)}`);
 }
 
-/** Fields whose change makes running workers outdated (they are rolled). */
+/**
+ * The fields a running worker was made from: its image and command (the template), its environment, its GPUs or CPU
+ * instance, its volume. A change to any of them makes the running workers outdated, and they are rolled. Scaling
+ * settings and job policies act on running workers as they are; placement (data centers, CUDA versions) is checked
+ * when a worker starts.
+ */
+const WORKER_SHAPING = [
+  'templateId',
+  'env',
+  'computeType',
+  'gpuTypeIds',
+  'gpuIds',
+  'gpuCount',
+  'cpuFlavorIds',
+  'vcpuCount',
+  'networkVolumeId',
+  'networkVolumeIds',
+] as const satisfies ReadonlyArray<keyof Endpoint>;
+
+/** Whether the change outdates the running workers (see WORKER_SHAPING). */
 export function endpointVersionChanged(before: Endpoint, after: Endpoint): boolean {
-  return before.templateId !== after.templateId || JSON.stringify(before.env) !== JSON.stringify(after.env);
+  return WORKER_SHAPING.some((field) => JSON.stringify(before[field]) !== JSON.stringify(after[field]));
 }
 
 /** Validation rules the schema cannot express. Returns the offending field and why, or null. */

@@ -111,7 +111,7 @@ describe('endpoints', () => {
     expect(got.json.workers).toEqual([]);
   });
 
-  it('PATCH and POST …/update are sparse synonyms; env and template changes bump the version', async () => {
+  it('PATCH and POST …/update are sparse synonyms; changes to what a worker is made from bump the version', async () => {
     const { json: tpl } = await t.api('POST', '/v1/templates', template());
     const { json: ep } = await t.api('POST', '/v1/endpoints', { templateId: tpl.id, workersMax: 2, idleTimeout: 9 });
     const a = await t.api('PATCH', `/v1/endpoints/${ep.id}`, { workersMax: 4 });
@@ -123,6 +123,18 @@ describe('endpoints', () => {
     expect(a.json).toMatchObject({ workersMax: 4, idleTimeout: 9, version: 1 });
     const b = await t.api('POST', `/v1/endpoints/${ep.id}/update`, { env: { X: 'y' } });
     expect(b.json).toMatchObject({ workersMax: 4, idleTimeout: 9, env: { X: 'y' }, version: 2 });
+    // What a running worker was made from (its GPUs, its volume) outdates it too; scaling settings do not.
+    const gpus = await t.api('PATCH', `/v1/endpoints/${ep.id}`, { gpuTypeIds: ['NVIDIA A40'], gpuCount: 2 });
+    expect(gpus.json).toMatchObject({ gpuTypeIds: ['NVIDIA A40'], gpuCount: 2, version: 3 });
+    const same = await t.api('PATCH', `/v1/endpoints/${ep.id}`, { gpuTypeIds: ['NVIDIA A40'], scalerValue: 2 });
+    expect(same.json).toMatchObject({ scalerValue: 2, version: 3 });
+    const { json: vol } = await t.api('POST', '/v1/networkvolumes', {
+      name: `v-${ep.id}`,
+      size: 1,
+      dataCenterId: 'EU-RO-1',
+    });
+    const withVolume = await t.api('PATCH', `/v1/endpoints/${ep.id}`, { networkVolumeId: vol.id });
+    expect(withVolume.json).toMatchObject({ networkVolumeId: vol.id, version: 4 });
   });
 
   it('400 naming the field, 404 unknown, 204 delete', async () => {
