@@ -221,6 +221,21 @@ const WORKER_SHAPING = [
   'networkVolumeIds',
 ] as const satisfies ReadonlyArray<keyof Endpoint>;
 
+/** The template fields a worker is made from: a change to one rolls the endpoints that use the template. */
+const TEMPLATE_WORKER_SHAPING = [
+  'imageName',
+  'dockerEntrypoint',
+  'dockerStartCmd',
+  'env',
+  'containerDiskInGb',
+  'containerRegistryAuthId',
+] as const satisfies ReadonlyArray<keyof Template>;
+
+/** Whether a template change outdates the workers made from it (a rename or a readme edit does not). */
+export function templateVersionChanged(before: Template, after: Template): boolean {
+  return TEMPLATE_WORKER_SHAPING.some((field) => JSON.stringify(before[field]) !== JSON.stringify(after[field]));
+}
+
 /** Whether the change outdates the running workers (see WORKER_SHAPING). */
 export function endpointVersionChanged(before: Endpoint, after: Endpoint): boolean {
   return WORKER_SHAPING.some((field) => JSON.stringify(before[field]) !== JSON.stringify(after[field]));

@@ -3,6 +3,7 @@ import {
   cpuInstanceIds,
   ENDPOINT_DEFAULTS,
   endpointVersionChanged,
+  templateVersionChanged,
   newEndpointId,
   newTemplateId,
   TEMPLATE_DEFAULTS,
@@ -100,8 +101,8 @@ export class Resources {
       const users = await this.store.endpointsUsingTemplate(userId, id);
       if (after.imageName !== before.imageName && users.length > 0) await this.checkImage(userId, after.imageName);
       await nameKept(() => this.store.updateTemplate(after), 'template', after.name);
-      // Workers run the template: a change rolls every endpoint that uses it.
-      if (JSON.stringify(before) !== JSON.stringify(after)) {
+      // Workers are made from the template: such a change rolls every endpoint that uses it.
+      if (templateVersionChanged(before, after)) {
         for (const endpointId of users) {
           const e = await this.store.getEndpoint(userId, endpointId);
           if (!e) continue;

@@ -135,6 +135,11 @@ describe('endpoints', () => {
     });
     const withVolume = await t.api('PATCH', `/v1/endpoints/${ep.id}`, { networkVolumeId: vol.id });
     expect(withVolume.json).toMatchObject({ networkVolumeId: vol.id, version: 4 });
+    // Its template: a new image rolls the endpoint; a new name or readme does not.
+    await t.api('PATCH', `/v1/templates/${tpl.id}`, { name: `renamed-${tpl.id}`, readme: 'about' });
+    expect((await t.api('GET', `/v1/endpoints/${ep.id}`)).json.version).toBe(4);
+    await t.api('PATCH', `/v1/templates/${tpl.id}`, { imageName: 'img:next' });
+    expect((await t.api('GET', `/v1/endpoints/${ep.id}`)).json.version).toBe(5);
   });
 
   it('400 naming the field, 404 unknown, 204 delete', async () => {
