@@ -326,6 +326,8 @@ async function createExecutor(
         stateDir: join(dataDir, 'workers'),
         compileCacheDir: join(dataDir, 'node-compile-cache'),
         owners: config.processExecutorUsers,
+        spareHomeDir: join(dataDir, 'worker-home'),
+        warn,
       });
     case 'docker': {
       const { DockerExecutor } = await import('../fleet/executors/docker.ts');

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -188,10 +188,37 @@ describe('ProcessExecutor', () => {
       HOME: '/home/w',
       LANG: 'C.UTF-8',
       CUDA_VISIBLE_DEVICES: '0,2',
+      CUDA_DEVICE_ORDER: 'PCI_BUS_ID',
       RUNPOD_VOLUME_PATH: '/data/volumes/v1',
       WHARF_WORKER_ID: 'w1',
     });
     expect(seen.env.VITEST).toBeUndefined(); // nothing else of the server's environment leaks
+  });
+
+  it("swaps a HOME whose RunPod SDK configuration holds an API key (the Python SDK would send it instead of the worker's)", async () => {
+    const home = join(dir, 'home-with-runpod-config');
+    mkdirSync(join(home, '.runpod'), { recursive: true });
+    const spare = join(dir, 'worker-home');
+    const warnings: string[] = [];
+    const opts = {
+      baseEnv: { PATH: '/usr/bin:/bin', HOME: home },
+      spareHomeDir: spare,
+      warn: (m: string) => warnings.push(m),
+    };
+    const homeSeen = async (ex: ProcessExecutor): Promise<string | undefined> => {
+      const w = await start(ex, { entrypoint: ['node'], startCmd: ['env.mjs'] });
+      expect(await w.exit).toEqual({ code: 0, signal: null });
+      return (JSON.parse(w.logs[0]?.[1] ?? '{}') as { env: Record<string, string> }).env.HOME;
+    };
+    // No configuration, or one without a key (runpodctl writes both): HOME is kept.
+    expect(await homeSeen(executor(opts))).toBe(home);
+    writeFileSync(join(home, '.runpod', 'config.toml'), '[default]\napi_url = "https://api.runpod.io/graphql"\n');
+    expect(await homeSeen(executor(opts))).toBe(home);
+    expect(warnings).toEqual([]);
+    writeFileSync(join(home, '.runpod', 'config.toml'), '[default]\napi_key = "rpa_hosted_key"\n');
+    expect(await homeSeen(executor(opts))).toBe(spare);
+    expect(existsSync(spare)).toBe(true);
+    expect(warnings).toEqual([expect.stringContaining('holds an API key')]);
   });
 
   it('gives CPU workers an empty CUDA_VISIBLE_DEVICES and no volume path', async () => {

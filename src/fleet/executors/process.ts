@@ -48,6 +48,32 @@ export interface ProcessExecutorOptions {
    * trusts every user of the server (a single team). Default here: `all` (the server passes its configuration).
    */
   owners?: 'admins' | 'all';
+  /**
+   * The workers' HOME when the server's holds a RunPod SDK configuration with an API key (see workerHome); made
+   * when needed. Default: none, HOME is kept.
+   */
+  spareHomeDir?: string;
+  /** Told once, at construction, when the workers get spareHomeDir as their HOME. */
+  warn?: (message: string) => void;
+}
+
+/**
+ * The HOME workers get. The official Python SDK takes the `api_key` of `~/.runpod/config.toml`, when that file has
+ * one, instead of RUNPOD_AI_API_KEY for every take and result (worker-protocol.md §1.2): under the HOME of someone
+ * who configured runpodctl or the SDK for the hosted service, every worker would send a key Wharf does not know and
+ * never get a job. Such a HOME is swapped for `spare`; any other is kept (caches under it stay shared by workers).
+ */
+export function workerHome(home: string, spare: string | undefined): { home: string; swapped: boolean } {
+  if (spare === undefined) return { home, swapped: false };
+  let config: string;
+  try {
+    config = readFileSync(join(home, '.runpod', 'config.toml'), 'utf8');
+  } catch {
+    return { home, swapped: false };
+  }
+  if (!/^\s*api_key\s*=/m.test(config)) return { home, swapped: false };
+  mkdirSync(spare, { recursive: true, mode: 0o700 });
+  return { home: spare, swapped: true };
 }
 
 /** The directory of a `file://<dir>` image name, resolved against the server's working directory; else null. */
@@ -85,11 +111,19 @@ export class ProcessExecutor implements Executor {
     this.nodePath = opts.nodePath ?? process.execPath;
     // A child's PATH/HOME/LANG are inherited by nature; nothing else of the server's environment (keys, database
     // URLs) reaches a worker. Configuration may pass baseEnv to pin them.
-    this.baseEnv = opts.baseEnv ?? {
+    const baseEnv = opts.baseEnv ?? {
       PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
       HOME: process.env.HOME ?? '/',
       LANG: process.env.LANG ?? 'C.UTF-8',
     };
+    const home = baseEnv.HOME === undefined ? null : workerHome(baseEnv.HOME, opts.spareHomeDir);
+    if (home?.swapped) {
+      opts.warn?.(
+        `${join(baseEnv.HOME!, '.runpod', 'config.toml')} holds an API key, which the RunPod Python SDK would send ` +
+          `instead of each worker's own key: workers get HOME=${home.home} instead`,
+      );
+    }
+    this.baseEnv = home === null ? baseEnv : { ...baseEnv, HOME: home.home };
     this.orphanGraceMs = opts.orphanGraceMs ?? 5_000;
     this.compileCacheDir = opts.compileCacheDir;
     this.owners = opts.owners ?? 'all';
@@ -231,8 +265,10 @@ export class ProcessExecutor implements Executor {
       ...this.baseEnv,
       ...(this.compileCacheDir === undefined ? {} : { NODE_COMPILE_CACHE: this.compileCacheDir }),
       ...spec.env,
-      // Set last so a template cannot claim GPUs it was not given.
+      // Set last so a template cannot claim GPUs it was not given. The indices are nvidia-smi's, which number GPUs
+      // in PCI bus order; CUDA's own default order is fastest first, another GPU on a host with mixed types.
       CUDA_VISIBLE_DEVICES: spec.gpuIndices.join(','),
+      CUDA_DEVICE_ORDER: 'PCI_BUS_ID',
       // Marks the process tree as ours, for cleanupOrphans after a crash.
       WHARF_WORKER_ID: spec.workerId,
     };
