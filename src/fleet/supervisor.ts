@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { allowsAnyDataCenter, newWorkerId, type Endpoint, type WorkerRecord } from '../domain/index.ts';
+import { allowsAnyDataCenter, newWorkerId, type Endpoint, type Template, type WorkerRecord } from '../domain/index.ts';
 import { coerceError } from '../errors/index.ts';
 import { hashKey, usageOf, type Accounts, type Clock, type JobEngine, type WorkerGateway } from '../engine/index.ts';
 import type { SharedFleetStatus, Store } from '../store/index.ts';
@@ -51,8 +51,13 @@ interface Managed {
   id: string;
   endpointId: string;
   version: number;
+  /** Null until the executor's start resolved (an image pull may take minutes), or for good if it failed. */
   handle: RunningWorker | null;
   startedAt: number;
+  /** When the executor's start resolved: the init timeout counts from here, not from before an image pull. */
+  launchedAt: number | null;
+  /** The executor's start while it runs (never rejects); a stop waits for it, to stop the process it makes. */
+  launching: Promise<void> | null;
   readyAt: number | null;
   idleSince: number | null;
   stopping: boolean;
@@ -85,6 +90,8 @@ export class Supervisor {
   private readonly dirty = new Set<string>();
   /** Stops begun by a pass and not over yet (stopSoon); shutdown waits for them. */
   private readonly pendingStops = new Set<Promise<void>>();
+  /** Per endpoint, why its last executor start failed, until a pass reports it. */
+  private readonly launchErrors = new Map<string, string>();
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private immediate = false;
@@ -135,7 +142,8 @@ export class Supervisor {
     this.unsubscribe?.();
     if (this.timer) clearTimeout(this.timer);
     await this.running;
-    // Every process is stopped even when the store cannot record it (a leader that lost its database).
+    // Every process is stopped even when the store cannot record it (a leader that lost its database), one still
+    // starting once the executor's start settles.
     const stops = await Promise.allSettled(
       [...this.managed.values()].map((m) => this.stopWorker(m, SHUTTING_DOWN, { serverShutdown: true })),
     );
@@ -414,6 +422,9 @@ export class Supervisor {
     } else {
       throttled += plan.length;
     }
+    // A start that failed in the executor since the last pass (launch) is reported once, as one made now would be.
+    startError ??= this.launchErrors.get(endpoint.id) ?? null;
+    this.launchErrors.delete(endpoint.id);
     return { throttled, held, startError, backoff };
   }
 
@@ -428,7 +439,7 @@ export class Supervisor {
       this.history.set(m.endpointId, { ...h, lastHealthy: { sinceMs: now, untilMs: null } });
       if (record.state === 'initializing') await this.d.store.touchWorker(m.id, record.lastSeenAt, { state: 'idle' });
     }
-    if (m.readyAt === null && now - m.startedAt > this.o.initTimeoutMs) {
+    if (m.readyAt === null && m.launchedAt !== null && now - m.launchedAt > this.o.initTimeoutMs) {
       this.fail(
         m.endpointId,
         `worker ${m.id} did not become ready within ${Math.round(this.o.initTimeoutMs / 1000)} s`,
@@ -486,6 +497,8 @@ export class Supervisor {
       version: endpoint.version,
       handle: null,
       startedAt: now,
+      launchedAt: null,
+      launching: null,
       readyAt: null,
       idleSince: null,
       stopping: false,
@@ -495,12 +508,33 @@ export class Supervisor {
       replaces,
     };
     this.managed.set(id, m);
+    // Beside the pass, as stops are: an image pull may take minutes, and every other endpoint's scaling (and this
+    // one's stops) would wait for it.
+    const launch = this.launch(m, endpoint, template, key, gpu)
+      .catch((error: unknown) => this.onError(error))
+      .finally(() => {
+        m.launching = null;
+        this.poke(endpoint.id);
+      });
+    m.launching = launch;
+    return 'ok';
+  }
+
+  /** The executor's part of a start; a failure is counted against the endpoint and reported by its next pass. */
+  private async launch(
+    m: Managed,
+    endpoint: Endpoint,
+    template: Template,
+    key: string,
+    gpu: { gpuTypeId: string; indices: string[] },
+  ): Promise<void> {
+    const id = m.id;
     const volumeId = endpoint.networkVolumeId ?? endpoint.networkVolumeIds[0];
     try {
       const authId = template.containerRegistryAuthId;
       const registryAuth =
         authId && this.d.registryAuths ? await this.d.registryAuths.credentials(endpoint.userId, authId) : undefined;
-      m.handle = await this.d.executor.start(
+      const handle = await this.d.executor.start(
         {
           workerId: id,
           endpointId: endpoint.id,
@@ -540,18 +574,24 @@ export class Supervisor {
           },
         },
       );
-      return 'ok';
+      m.handle = handle;
+      m.launchedAt = this.d.clock.now();
     } catch (error) {
+      // Stopped meanwhile (endpoint deleted, server shutting down): stopWorker does the bookkeeping, and a start
+      // given up on says nothing about the image.
+      if (m.stopping) return;
+      const now = this.d.clock.now();
+      const message = coerceError(error).message;
+      // Counted before the worker leaves `managed`, as in exited(): a pass in between must see one or the other.
+      this.fail(endpoint.id, message, now);
+      this.launchErrors.set(endpoint.id, message);
       this.managed.delete(id);
       this.d.inventory.release(id);
       await this.d.store.recordUsageEnd(id, now); // billing
-      const message = coerceError(error).message;
       await this.d.store.touchWorker(id, now, {
         state: 'unhealthy',
         reason: `failed to start: ${message}`.slice(0, 500),
       });
-      this.fail(endpoint.id, message, now);
-      return message;
     }
   }
 
@@ -602,6 +642,8 @@ export class Supervisor {
     m.stopping = true;
     try {
       await this.d.store.touchWorker(m.id, this.d.clock.now(), { retired: true, reason });
+      // Still starting: the process exists once the executor's start settles (its GPUs stay held until then).
+      if (m.launching) await m.launching;
       await m.handle?.stop({ graceMs: this.o.graceMs, keep: reason === 'idle-timeout' });
     } finally {
       this.managed.delete(m.id);

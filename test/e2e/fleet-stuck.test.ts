@@ -82,3 +82,75 @@ it('a started worker counts as up from its first request, not from the superviso
     await closeFleet(slow);
   }
 }, 60_000);
+
+it('a slow executor start (an image pull) holds up no other endpoint, and its init timeout counts from its end', async () => {
+  // The init timeout is shorter than the pull: counted from before the pull, the worker would be stopped at once.
+  const pulling = await startFleet({ workerInitTimeoutMs: 3000 });
+  try {
+    const executor = pulling.server.executor!;
+    const slowEp = await pulling.endpoint({ workersMax: 1, idleTimeout: 30 });
+    const quickEp = await pulling.endpoint({ workersMax: 1, idleTimeout: 30 });
+    const start = executor.start.bind(executor);
+    let pulled = false;
+    executor.start = async (spec, hooks) => {
+      if (spec.endpointId === slowEp) {
+        await new Promise((r) => setTimeout(r, 5000));
+        pulled = true;
+      }
+      return start(spec, hooks);
+    };
+    const slowJob = await pulling.run(slowEp, { n: 1 });
+    await waitUntil(
+      async () => (await pulling.health(slowEp)).workers.initializing === 1,
+      10_000,
+      () => 'the pull to begin',
+    );
+    // Another endpoint scales from zero and finishes its job while the pull goes on.
+    const quick = await pulling.api('POST', `/v2/${quickEp}/runsync`, { input: { n: 2 } });
+    expect(quick.json.status).toBe('COMPLETED');
+    expect(pulled).toBe(false);
+    // The pulled worker is not stopped as one that never became ready: it runs the job.
+    expect(await pulling.waitJob(slowEp, slowJob, 30_000)).toMatchObject({ status: 'COMPLETED' });
+    expect(pulled).toBe(true);
+  } finally {
+    await closeFleet(pulling);
+  }
+}, 60_000);
+
+it('a worker whose endpoint is deleted, or whose server stops, during its start is stopped once it exists', async () => {
+  const pulling = await startFleet();
+  try {
+    const executor = pulling.server.executor!;
+    const start = executor.start.bind(executor);
+    let pulls = 0;
+    executor.start = async (spec, hooks) => {
+      await new Promise((r) => setTimeout(r, 2000));
+      pulls++;
+      return start(spec, hooks);
+    };
+    const deleted = await pulling.endpoint({ workersMax: 1, idleTimeout: 30 });
+    await pulling.run(deleted, { n: 1 });
+    await waitUntil(
+      async () => (await pulling.health(deleted)).workers.initializing === 1,
+      10_000,
+      () => 'the pull to begin',
+    );
+    expect((await pulling.api('DELETE', `/v1/endpoints/${deleted}`)).status).toBe(204);
+    await waitUntil(
+      async () => pulls === 1 && pulling.pids().length === 0,
+      15_000,
+      () => 'the started worker to be stopped',
+    );
+
+    // The server stops during a start: its shutdown stops the worker too (closeFleet checks that none is left).
+    const other = await pulling.endpoint({ workersMax: 1, idleTimeout: 30 });
+    await pulling.run(other, { n: 2 });
+    await waitUntil(
+      async () => (await pulling.health(other)).workers.initializing === 1,
+      10_000,
+      () => 'the next pull',
+    );
+  } finally {
+    await closeFleet(pulling);
+  }
+}, 60_000);
