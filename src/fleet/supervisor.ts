@@ -353,9 +353,20 @@ export class Supervisor {
     decision: ScalingDecision,
     now: number,
   ): Promise<void> {
+    // A pass sees a worker's running jobs, not the ones it served between two passes: one taking a short job every
+    // few seconds would look idle all along, and be stopped and cold-started again every idleTimeout.
+    const idleMs = endpoint.idleTimeout * 1000;
+    const finished = decision.stop.some((s) => s.reason === 'idle-timeout')
+      ? await this.d.store.lastFinishByWorker(endpoint.id, now - idleMs)
+      : {};
     for (const s of decision.stop) {
       const m = this.managed.get(s.workerId);
       if (!m) continue;
+      const lastJob = finished[m.id];
+      if (s.reason === 'idle-timeout' && lastJob !== undefined && lastJob > (m.idleSince ?? 0)) {
+        m.idleSince = lastJob; // idle since its last job: the timeout starts again from there
+        continue;
+      }
       const keepAsStandby =
         endpoint.flashboot &&
         s.reason === 'idle-timeout' &&

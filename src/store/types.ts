@@ -190,6 +190,11 @@ export interface JobStore {
   ): Promise<void>;
   /** Running jobs per worker of an endpoint (workers holding none are absent). */
   runningByWorker(endpointId: string): Promise<Record<string, number>>;
+  /**
+   * Per worker of an endpoint, when its latest job that finished at or after `since` finished (workers without one
+   * are absent): the supervisor's idle timeout counts from it, not from passes that happened to see the worker idle.
+   */
+  lastFinishByWorker(endpointId: string, since: number): Promise<Record<string, number>>;
   /** Jobs this worker holds (IN_PROGRESS with its id). */
   workerJobIds(workerId: string): Promise<string[]>;
   /**

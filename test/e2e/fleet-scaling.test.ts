@@ -120,3 +120,23 @@ it('shows worker states initializing → idle → running → idle in /health an
   expect(podStates).toEqual(['initializing', 'idle', 'running', 'idle']);
   expect((await t.status(ep, id)).workerId).toBe((await t.workers(ep))[0].id);
 });
+
+it('a worker taking a short job every second is not stopped as idle between passes that never saw it busy', async () => {
+  // Passes 1.5 s apart, jobs of a few ms: a pass almost never sees the job running.
+  const sparse = await startFleet({ scaleIntervalMs: 1500 });
+  try {
+    const ep = await sparse.endpoint({ workersMax: 1, idleTimeout: 3 });
+    const workers = new Set<string>();
+    const until = Date.now() + 10_000;
+    while (Date.now() < until) {
+      const res = await sparse.api('POST', `/v2/${ep}/runsync`, { input: { n: 1 } });
+      expect(res.json.status).toBe('COMPLETED');
+      workers.add(res.json.workerId as string);
+      await sleep(1000);
+    }
+    // One worker served them all: sampled as idle, it was stopped and cold-started again every idleTimeout.
+    expect([...workers]).toHaveLength(1);
+  } finally {
+    await closeFleet(sparse);
+  }
+}, 60_000);

@@ -487,6 +487,23 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         ]);
       });
 
+      it('tells when each worker of an endpoint last finished a job, from a given time on', async () => {
+        const [a, b, c] = [
+          await store.submitJob(newJob(ep, { createdAt: T0 })),
+          await store.submitJob(newJob(ep, { createdAt: T0 + 1 })),
+          await store.submitJob(newJob(ep, { createdAt: T0 + 2 })),
+        ];
+        await store.takeJobs(ep, 'w1', 2, T0 + 3);
+        await store.takeJobs(ep, 'w2', 1, T0 + 3);
+        expect(await store.lastFinishByWorker(ep, T0)).toEqual({}); // running is not finished
+        await store.finishJob(ep, a.id, 'w1', COMPLETED, T0 + 10);
+        await store.finishJob(ep, b.id, 'w1', COMPLETED, T0 + 20);
+        await store.finishJob(ep, c.id, 'w2', COMPLETED, T0 + 15);
+        expect(await store.lastFinishByWorker(ep, T0)).toEqual({ w1: T0 + 20, w2: T0 + 15 });
+        expect(await store.lastFinishByWorker(ep, T0 + 16)).toEqual({ w1: T0 + 20 });
+        expect(await store.lastFinishByWorker('other-endpoint', T0)).toEqual({});
+      });
+
       it('releases only the named jobs of a worker', async () => {
         const a = await store.submitJob(newJob(ep, { createdAt: T0 }));
         const b = await store.submitJob(newJob(ep, { createdAt: T0 + 1 }));

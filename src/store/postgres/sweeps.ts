@@ -82,6 +82,7 @@ type SweepVerbs = Pick<
   | 'timeoutJobs'
   | 'pruneTombstones'
   | 'runningByWorker'
+  | 'lastFinishByWorker'
   | 'workerJobIds'
   | 'releaseWorkerJobs'
   | 'returnUndelivered'
@@ -166,6 +167,18 @@ export function sweepVerbs(db: Db): SweepVerbs {
         [endpointId],
       );
       return Object.fromEntries(rows.map((r) => [r.worker_id, r.n]));
+    },
+
+    async lastFinishByWorker(endpointId, since) {
+      // Asked only when a worker is about to be stopped as idle: a walk of the endpoint's finished jobs is fine then.
+      const rows = await db.query<{ worker_id: string; at: string }>(
+        `SELECT worker_id, MAX(completed_at) AS at FROM jobs
+         WHERE endpoint_id = $1 AND status IN ('COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT') AND completed_at >= $2
+           AND worker_id IS NOT NULL
+         GROUP BY worker_id`,
+        [endpointId, since],
+      );
+      return Object.fromEntries(rows.map((r) => [r.worker_id, Number(r.at)]));
     },
 
     async workerJobIds(workerId) {

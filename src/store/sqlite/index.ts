@@ -224,6 +224,9 @@ class SqliteStore implements Store {
   async runningByWorker(endpointId: string) {
     return this.jobs.runningByWorker(endpointId);
   }
+  async lastFinishByWorker(endpointId: string, since: number) {
+    return this.jobs.lastFinishByWorker(endpointId, since);
+  }
   async workerJobIds(workerId: string) {
     return this.jobs.workerJobIds(workerId);
   }

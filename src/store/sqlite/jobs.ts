@@ -381,6 +381,17 @@ export class SqliteJobs {
     return Object.fromEntries(rows.map((r) => [r.worker_id, r.n]));
   }
 
+  lastFinishByWorker(endpointId: string, since: number): Record<string, number> {
+    // Asked only when a worker is about to be stopped as idle: a walk of the endpoint's finished jobs is fine then.
+    const rows = this.q(
+      `SELECT worker_id, MAX(completed_at) AS at FROM jobs
+       WHERE endpoint_id = ? AND status IN ('COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT') AND completed_at >= ?
+         AND worker_id IS NOT NULL
+       GROUP BY worker_id`,
+    ).all(endpointId, since) as Array<{ worker_id: string; at: number }>;
+    return Object.fromEntries(rows.map((r) => [r.worker_id, r.at]));
+  }
+
   workerJobIds(workerId: string): string[] {
     const rows = this.q(`SELECT id FROM jobs WHERE worker_id = ? AND status = 'IN_PROGRESS'`).all(workerId) as Array<{
       id: string;
