@@ -114,6 +114,20 @@ export function decideBackoff(
 }
 
 /**
+ * A worker of the endpoint became healthy. A stretch still open goes on (its start is what counts toward the reset);
+ * otherwise a new one begins, and the failures the last one forgave are dropped: measured against the new stretch
+ * alone, they would count again.
+ */
+export function healthyFrom(
+  history: StartHistory,
+  nowMs: number,
+  policy: BackoffPolicy = DEFAULT_BACKOFF,
+): StartHistory {
+  if (history.lastHealthy !== null && history.lastHealthy.untilMs === null) return history;
+  return { failures: countedFailures(history, nowMs, policy), lastHealthy: { sinceMs: nowMs, untilMs: null } };
+}
+
+/**
  * Append a failure and drop the ones that no longer count, keeping at most `keep` (the history stays bounded
  * even when an endpoint fails for days).
  */

@@ -4,7 +4,7 @@ import { coerceError } from '../errors/index.ts';
 import { hashKey, usageOf, type Accounts, type Clock, type JobEngine, type WorkerGateway } from '../engine/index.ts';
 import type { SharedFleetStatus, Store } from '../store/index.ts';
 import { decideScaling, surgeAllowance, type ScalingDecision, type WorkerView } from './autoscaler.ts';
-import { decideBackoff, recordFailure, type BackoffDecision, type StartHistory } from './backoff.ts';
+import { decideBackoff, healthyFrom, recordFailure, type BackoffDecision, type StartHistory } from './backoff.ts';
 import type { Executor, RunningWorker } from './executors/types.ts';
 import { parseGpuIds, type GpuInventory, type GpuRequest } from './gpus.ts';
 import type { LogBook } from './logs.ts';
@@ -447,7 +447,7 @@ export class Supervisor {
       m.idleSince = now;
       this.onColdStart(m.endpointId, record.lastSeenAt - m.startedAt);
       const h = this.historyOf(m.endpointId);
-      this.history.set(m.endpointId, { ...h, lastHealthy: { sinceMs: now, untilMs: null } });
+      this.history.set(m.endpointId, healthyFrom(h, now));
       if (record.state === 'initializing') await this.d.store.touchWorker(m.id, record.lastSeenAt, { state: 'idle' });
     }
     if (m.readyAt === null && m.launchedAt !== null && now - m.launchedAt > this.o.initTimeoutMs) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { backoffDelayMs, decideBackoff, DEFAULT_BACKOFF, recordFailure } from '../../src/fleet/backoff.ts';
+import { backoffDelayMs, decideBackoff, DEFAULT_BACKOFF, healthyFrom, recordFailure } from '../../src/fleet/backoff.ts';
 import type { StartHistory } from '../../src/fleet/backoff.ts';
 
 const fail = (atMs: number, error = `boom at ${atMs}`): { atMs: number; error: string } => ({ atMs, error });
@@ -100,5 +100,25 @@ describe('recordFailure', () => {
   it('drops failures forgiven by a healthy stretch', () => {
     const h = recordFailure(history([1_000, 2_000], { sinceMs: 5_000, untilMs: 40_000 }), fail(50_000));
     expect(h.failures.map((f) => f.atMs)).toEqual([50_000]);
+  });
+});
+
+describe('healthyFrom', () => {
+  it('keeps forgiven failures forgiven when a later worker becomes healthy', () => {
+    // A crash loop, then a worker healthy for 40 s (forgiving it), gone; later another worker comes up.
+    const forgiven = history([0, 1_000, 2_000], { sinceMs: 10_000, untilMs: 50_000 });
+    expect(decideBackoff(forgiven, 55_000)).toMatchObject({ consecutiveFailures: 0, crashLoop: false });
+    const next = healthyFrom(forgiven, 60_000);
+    expect(next).toEqual({ failures: [], lastHealthy: { sinceMs: 60_000, untilMs: null } });
+    expect(decideBackoff(next, 61_000)).toMatchObject({ consecutiveFailures: 0, crashLoop: false, allowed: true });
+  });
+
+  it('keeps failures a short stretch did not forgive, and an open stretch its start', () => {
+    const short = history([0, 1_000], { sinceMs: 5_000, untilMs: 10_000 });
+    expect(healthyFrom(short, 20_000).failures.map((f) => f.atMs)).toEqual([0, 1_000]);
+    const open = history([0], { sinceMs: 5_000, untilMs: null });
+    expect(healthyFrom(open, 20_000)).toBe(open);
+    // 30 s after the open stretch began (not after the second worker came up), the failure is forgiven.
+    expect(decideBackoff(healthyFrom(open, 20_000), 35_001)).toMatchObject({ consecutiveFailures: 0 });
   });
 });
