@@ -241,15 +241,25 @@ export class GpuInventory {
     return this.slots.filter((s) => s.workerId === null).length;
   }
 
-  /** How many more workers with this request fit now: the autoscaler's `capacity`. */
-  capacityFor(request: GpuRequest): number {
+  /**
+   * How many more workers with this request fit now: the autoscaler's `capacity`. `ifFreed`: as if these workers'
+   * GPUs were free (standbys that could make way).
+   */
+  capacityFor(request: GpuRequest, ifFreed: ReadonlySet<string> = new Set()): number {
     if (request.count <= 0) return Infinity;
     if (!this.dataCenterMatches(request)) return 0;
+    const free = (s: Slot): boolean => s.workerId === null || ifFreed.has(s.workerId);
     let n = 0;
     for (const typeId of this.candidateTypes(request)) {
-      n += Math.floor(this.slots.filter((s) => s.typeId === typeId && s.workerId === null).length / request.count);
+      n += Math.floor(this.slots.filter((s) => s.typeId === typeId && free(s)).length / request.count);
     }
     return n;
+  }
+
+  /** Whether `workerId` holds GPUs of a type the request accepts (freeing them could help it). */
+  holdsFor(workerId: string, request: GpuRequest): boolean {
+    const types = this.candidateTypes(request);
+    return this.slots.some((s) => s.workerId === workerId && types.includes(s.typeId));
   }
 
   describe(): {

@@ -62,6 +62,8 @@ interface Managed {
   idleSince: number | null;
   stopping: boolean;
   standby: boolean;
+  /** Since when it is a FlashBoot standby (null when not one): the oldest makes way first. */
+  standbySince: number | null;
   gpuTypeId: string;
   lastLines: string[];
   /** A rolling update's replacement: the outdated worker it takes over from once it is up. */
@@ -258,6 +260,7 @@ export class Supervisor {
     );
     await this.applyLeaves(endpoint, mine, decision, now);
     const started = await this.startPlanned(endpoint, request, mine, views, decision, now);
+    if (started.throttled > 0 && dcOk) this.standbysMakeWay(endpoint.id, request);
     this.statuses.set(
       endpointId,
       this.describe(
@@ -514,6 +517,7 @@ export class Supervisor {
       idleSince: null,
       stopping: false,
       standby: false,
+      standbySince: null,
       gpuTypeId: gpu.gpuTypeId,
       lastLines: [],
       replaces,
@@ -676,14 +680,43 @@ export class Supervisor {
     }
   }
 
+  /**
+   * A FlashBoot standby holds its GPUs for a faster next start of its endpoint, not against other endpoints: when a
+   * start waits for GPUs that standbys of other endpoints hold, the oldest of them stop, as few as make room for one
+   * start (none when even all of them would not). Their GPUs come free when they are gone; the pass after starts.
+   */
+  private standbysMakeWay(endpointId: string, request: GpuRequest): void {
+    const all = [...this.managed.values()];
+    // Standbys already stopping free their GPUs soon: wait for them rather than stop more.
+    if (all.some((m) => m.standby && m.stopping)) return;
+    const standbys = all
+      .filter(
+        (m) => m.standby && !m.stopping && m.endpointId !== endpointId && this.d.inventory.holdsFor(m.id, request),
+      )
+      .sort((a, b) => (a.standbySince ?? 0) - (b.standbySince ?? 0));
+    const freed = new Set<string>();
+    for (const m of standbys) {
+      freed.add(m.id);
+      if (this.d.inventory.capacityFor(request, freed) > 0) {
+        for (const id of freed) {
+          const standby = this.managed.get(id);
+          if (standby) this.stopSoon(standby, `flashboot standby making way: endpoint ${endpointId} needs its GPU`);
+        }
+        return;
+      }
+    }
+  }
+
   private async toStandby(m: Managed): Promise<void> {
     m.standby = true;
+    m.standbySince = this.d.clock.now();
     await this.d.store.recordUsageEnd(m.id, this.d.clock.now()); // billing: a standby is not billed
     await this.d.store.touchWorker(m.id, this.d.clock.now(), { state: 'standby', reason: 'flashboot standby' });
   }
 
   private async fromStandby(m: Managed): Promise<void> {
     m.standby = false;
+    m.standbySince = null;
     await this.d.store.recordUsageResume(m.id, this.d.clock.now()); // billing
     m.idleSince = this.d.clock.now();
     await this.d.store.touchWorker(m.id, this.d.clock.now(), { state: 'idle', reason: null });

@@ -260,3 +260,22 @@ it('FlashBoot keeps a standby worker after idleTimeout; a job then starts faster
   expect((await t.health(flash)).workers).toMatchObject({ standby: 0, idle: 0, running: 0, initializing: 0 });
   expect(t.pids()).toEqual([]);
 });
+
+it("a FlashBoot standby makes way when another endpoint's start waits for its GPU", async () => {
+  t = await startFleet({ gpus: 'NVIDIA A40:1' });
+  const gpu = { computeType: 'GPU', gpuTypeIds: ['NVIDIA A40'], gpuCount: 1, workersMax: 1, idleTimeout: 1 };
+  const flash = await t.endpoint({ ...gpu, flashboot: true });
+  const other = await t.endpoint(gpu);
+  expect((await t.waitJob(flash, await t.run(flash, { n: 1 }))).status).toBe('COMPLETED');
+  await waitUntil(
+    async () => (await t!.health(flash)).workers.standby === 1,
+    10_000,
+    () => 'the standby',
+  );
+
+  // The only GPU is the standby's: the other endpoint's job gets it once the standby is gone.
+  expect(await t.waitJob(other, await t.run(other, { n: 2 }), 20_000)).toMatchObject({ status: 'COMPLETED' });
+  expect((await t.health(flash)).workers).toMatchObject({ standby: 0 });
+  // And the FlashBoot endpoint still starts when it gets work again (a cold start, once the GPU is free).
+  expect(await t.waitJob(flash, await t.run(flash, { n: 3 }), 20_000)).toMatchObject({ status: 'COMPLETED' });
+}, 60_000);
