@@ -57,6 +57,14 @@ describe.skipIf(!HAS_CHROMIUM)('web console', () => {
   };
   const alert = (): Locator => page.getByRole('alert');
   const go = (path: string) => page.goto(`${fleet.url}/console${path}`);
+  /** The settings form of an endpoint (made through the API: what the console itself cannot make). */
+  const settings = async (id: string): Promise<Locator> => {
+    await go(`/endpoints/${id}/settings`);
+    const form = page.getByRole('form', { name: 'Save settings' });
+    await form.waitFor();
+    return form;
+  };
+  const endpointJson = async (id: string) => (await fleet.api('GET', `/v1/endpoints/${id}`)).json;
 
   beforeAll(async () => {
     ensureBuilt();
@@ -286,6 +294,23 @@ describe.skipIf(!HAS_CHROMIUM)('web console', () => {
     await page.getByRole('img', { name: /^Worker cost per hour/ }).waitFor();
     await page.getByRole('rowheader', { name: 'console-e2e' }).waitFor();
     await shot('billing');
+  });
+
+  it('detaches a network volume (None), after which the volume can be deleted', async () => {
+    const volume = (
+      await fleet.api('POST', '/v1/networkvolumes', { name: 'scratch', size: 5, dataCenterId: 'EU-RO-1' })
+    ).json.id;
+    const id = await fleet.endpoint({ name: 'with-volume', workersMax: 0, networkVolumeId: volume });
+    const form = await settings(id);
+    expect(await form.getByLabel('Network volume').inputValue()).toBe(volume);
+    await form.getByLabel('Network volume').selectOption({ label: 'None' });
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(async () => (await endpointJson(id)).networkVolumeId ?? null).toBeNull();
+    // Saved again as it is: no volume on either side, nothing to send.
+    await page.getByRole('status').filter({ hasText: 'Settings saved.' }).waitFor();
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('status').filter({ hasText: 'Nothing changed.' }).waitFor();
+    expect((await fleet.api('DELETE', `/v1/networkvolumes/${volume}`)).status).toBe(204);
   });
 
   it('works on a narrow screen and with the keyboard', async () => {

@@ -92,7 +92,9 @@ function validate(v: Values, creating: boolean): { errors: Errors; body: Record<
   if (t.error) errors.executionTimeoutS = t.error;
   else body['executionTimeoutMs'] = t.value! * 1000;
   body['flashboot'] = v.flashboot;
-  if (v.networkVolumeId) body['networkVolumeId'] = v.networkVolumeId;
+  // Always sent: left out, "None" would keep the volume attached (a PATCH keeps what it is not given). The
+  // server reads "" as no volume.
+  body['networkVolumeId'] = v.networkVolumeId;
   const env = parseEnv(v.env);
   if ('error' in env) errors.env = env.error;
   else body['env'] = env.env;
@@ -101,10 +103,12 @@ function validate(v: Values, creating: boolean): { errors: Errors; body: Record<
 
 /** Only what changed, for an update (PATCH): unchanged fields are left to the server. */
 function changes(body: Record<string, unknown>, before: EndpointView): Record<string, unknown> {
+  // "" is the form's "none" (no network volume): the same as a field the endpoint does not have.
+  const plain = (x: unknown) => JSON.stringify(x === '' || x === undefined ? null : x);
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(body)) {
     const old = (before as unknown as Record<string, unknown>)[k];
-    if (JSON.stringify(old ?? null) !== JSON.stringify(v ?? null)) out[k] = v;
+    if (plain(old) !== plain(v)) out[k] = v;
   }
   return out;
 }
