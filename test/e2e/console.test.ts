@@ -313,6 +313,35 @@ describe.skipIf(!HAS_CHROMIUM)('web console', () => {
     expect((await fleet.api('DELETE', `/v1/networkvolumes/${volume}`)).status).toBe(204);
   });
 
+  it('removes the registry credentials of a template (None), after which they can be deleted', async () => {
+    const auth = (
+      await fleet.api('POST', '/v1/containerregistryauth', { name: 'private', username: 'u', password: 'p' })
+    ).json.id;
+    const template = (
+      await fleet.api('POST', '/v1/templates', {
+        name: 'private-image',
+        imageName: 'ghcr.io/acme/private:1',
+        containerRegistryAuthId: auth,
+      })
+    ).json.id;
+    await go('/templates');
+    await page.getByRole('button', { name: 'Edit private-image' }).click();
+    const form = page.getByRole('form', { name: 'Edit private-image' });
+    expect(await form.getByLabel('Registry credentials').inputValue()).toBe(auth);
+    await form.getByLabel('Registry credentials').selectOption({ label: 'None' });
+    await form.getByRole('button', { name: 'Save template' }).click();
+    await page.getByRole('status').filter({ hasText: 'Template private-image saved.' }).waitFor();
+    expect((await fleet.api('GET', `/v1/templates/${template}`)).json.containerRegistryAuthId).toBeFalsy();
+    expect((await fleet.api('DELETE', `/v1/containerregistryauth/${auth}`)).status).toBe(204);
+
+    // A template that had none, saved as it is, is not changed: its endpoints' workers are not rolled.
+    const version = (await endpointJson(endpointId)).version;
+    await page.getByRole('button', { name: 'Edit echo-ts' }).click();
+    await page.getByRole('form', { name: 'Edit echo-ts' }).getByRole('button', { name: 'Save template' }).click();
+    await page.getByRole('status').filter({ hasText: 'Template echo-ts saved.' }).waitFor();
+    expect((await endpointJson(endpointId)).version).toBe(version);
+  });
+
   it('works on a narrow screen and with the keyboard', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await go('/endpoints');

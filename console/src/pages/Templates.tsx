@@ -77,7 +77,9 @@ function TemplateForm({
       env: env.env,
       containerDiskInGb: Number(v.containerDiskInGb),
     };
-    if (v.registryAuthId) body['containerRegistryAuthId'] = v.registryAuthId;
+    // An update keeps what it is not given, so "None" for a template that has credentials must send "" (the
+    // server's "none"). Not sent when it had none: null would become "" and roll its endpoints' workers.
+    if (v.registryAuthId || template?.containerRegistryAuthId) body['containerRegistryAuthId'] = v.registryAuthId;
     void save.run(body);
   };
 
