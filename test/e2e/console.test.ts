@@ -342,6 +342,16 @@ describe.skipIf(!HAS_CHROMIUM)('web console', () => {
     expect((await endpointJson(endpointId)).version).toBe(version);
   });
 
+  it('saves a GPU endpoint that takes any GPU type (none checked)', async () => {
+    const id = await fleet.endpoint({ name: 'any-gpu', computeType: 'GPU', gpuTypeIds: [], workersMax: 0 });
+    const form = await settings(id);
+    await form.getByLabel('Scaler value').fill('7');
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('status').filter({ hasText: 'Settings saved.' }).waitFor();
+    expect(await endpointJson(id)).toMatchObject({ computeType: 'GPU', gpuTypeIds: [], scalerValue: 7 });
+    expect(await form.textContent()).toContain('None checked: any type.');
+  });
+
   it('works on a narrow screen and with the keyboard', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await go('/endpoints');

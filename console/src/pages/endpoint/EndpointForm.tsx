@@ -73,8 +73,9 @@ function validate(v: Values, creating: boolean): { errors: Errors; body: Record<
   else body['templateId'] = v.templateId;
   if (creating) body['computeType'] = v.computeType;
   if (v.computeType === 'GPU') {
-    if (v.gpuTypeIds.length === 0) errors.gpuTypeIds = 'Choose at least one GPU type.';
-    else body['gpuTypeIds'] = v.gpuTypeIds;
+    // None checked is any GPU type, as the server reads an empty gpuTypeIds (an endpoint made through the API or
+    // GraphQL can have one): refusing it made such an endpoint impossible to save here.
+    body['gpuTypeIds'] = v.gpuTypeIds;
     num('gpuCount', v.gpuCount, 1, 64, 'GPU count');
   } else {
     if (creating || v.vcpuCount.trim() !== '') num('vcpuCount', v.vcpuCount, 1, 512, 'vCPU count');
@@ -290,18 +291,17 @@ export function EndpointForm({
         </div>
       </div>
       {values.computeType === 'GPU' ? (
-        <fieldset
-          className={`field gpu-types${errors.gpuTypeIds ? ' field-invalid' : ''}`}
-          aria-describedby="gpu-types-error"
-        >
+        <fieldset className="field gpu-types" aria-describedby="gpu-types-hint">
           <legend>GPU types (in order of preference)</legend>
+          <small id="gpu-types-hint" className="hint">
+            None checked: any type.
+          </small>
           <div className="checklist">
             {GPU_TYPE_IDS.map((g) => (
               <label key={g}>
                 <input
                   type="checkbox"
                   checked={values.gpuTypeIds.includes(g)}
-                  aria-invalid={errors.gpuTypeIds ? true : undefined}
                   onChange={(e) =>
                     set(
                       'gpuTypeIds',
@@ -313,11 +313,6 @@ export function EndpointForm({
               </label>
             ))}
           </div>
-          {errors.gpuTypeIds ? (
-            <small id="gpu-types-error" className="field-error">
-              {errors.gpuTypeIds}
-            </small>
-          ) : null}
         </fieldset>
       ) : null}
       <Field label="Environment" hint="One NAME=value per line; added to the template's." error={errors.env}>
