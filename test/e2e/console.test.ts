@@ -352,6 +352,24 @@ describe.skipIf(!HAS_CHROMIUM)('web console', () => {
     expect(await form.textContent()).toContain('None checked: any type.');
   });
 
+  it('keeps an execution timeout that is not whole seconds, and takes one with decimals', async () => {
+    const id = await fleet.endpoint({ name: 'odd-timeout', workersMax: 0, executionTimeoutMs: 90_500 });
+    const form = await settings(id);
+    const timeout = form.getByLabel('Execution timeout (s)');
+    expect(await timeout.inputValue()).toBe('90.5');
+    await form.getByLabel('Scaler value').fill('6');
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('status').filter({ hasText: 'Settings saved.' }).waitFor();
+    expect(await endpointJson(id)).toMatchObject({ executionTimeoutMs: 90_500, scalerValue: 6 });
+
+    await timeout.fill('0.0005');
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(() => timeout.getAttribute('aria-invalid')).toBe('true');
+    await timeout.fill('120.25');
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(async () => (await endpointJson(id)).executionTimeoutMs).toBe(120_250);
+  });
+
   it('works on a narrow screen and with the keyboard', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await go('/endpoints');

@@ -43,7 +43,7 @@ function initial(e: EndpointView | undefined, templates: readonly TemplateView[]
     idleTimeout: String(e?.idleTimeout ?? d.idleTimeout),
     scalerType: e?.scalerType ?? d.scalerType,
     scalerValue: String(e?.scalerValue ?? d.scalerValue),
-    executionTimeoutS: String((e?.executionTimeoutMs ?? d.executionTimeoutMs) / 1000),
+    executionTimeoutS: seconds(e?.executionTimeoutMs ?? d.executionTimeoutMs),
     flashboot: e?.flashboot ?? d.flashboot,
     networkVolumeId: e?.networkVolumeId ?? '',
     env: formatEnv(e?.env),
@@ -55,6 +55,23 @@ function int(text: string, min: number, max: number, what: string): { value?: nu
   if (!/^-?\d+$/.test(text.trim())) return { error: `${what} must be a whole number.` };
   const value = Number(text);
   if (value < min || value > max) return { error: `${what} must be between ${min} and ${max}.` };
+  return { value };
+}
+
+/**
+ * Milliseconds as the seconds field shows them, exactly (90500 → "90.5"). The API and the CLI take milliseconds: a
+ * timeout that is not whole seconds must read back as the same number of milliseconds when the form is saved.
+ */
+function seconds(ms: number): string {
+  return ms % 1000 === 0 ? String(ms / 1000) : (ms / 1000).toFixed(3).replace(/0+$/, '');
+}
+
+/** Seconds with up to 3 decimals as milliseconds, from the digits (no floating-point rounding on the way). */
+function millis(text: string, maxS: number, what: string): { value?: number; error?: string } {
+  const m = /^(\d+)(?:\.(\d{1,3}))?$/.exec(text.trim());
+  if (!m) return { error: `${what} must be a number of seconds, with at most 3 decimals.` };
+  const value = Number(m[1]) * 1000 + Number((m[2] ?? '').padEnd(3, '0'));
+  if (value > maxS * 1000) return { error: `${what} must be between 0 and ${maxS}.` };
   return { value };
 }
 
@@ -89,9 +106,9 @@ function validate(v: Values, creating: boolean): { errors: Errors; body: Record<
   num('idleTimeout', v.idleTimeout, 1, 3600, 'Idle timeout');
   body['scalerType'] = v.scalerType;
   num('scalerValue', v.scalerValue, 1, 100_000, 'Scaler value');
-  const t = int(v.executionTimeoutS, 0, 7 * 24 * 3600, 'Execution timeout');
+  const t = millis(v.executionTimeoutS, 7 * 24 * 3600, 'Execution timeout');
   if (t.error) errors.executionTimeoutS = t.error;
-  else body['executionTimeoutMs'] = t.value! * 1000;
+  else body['executionTimeoutMs'] = t.value;
   body['flashboot'] = v.flashboot;
   // Always sent: left out, "None" would keep the volume attached (a PATCH keeps what it is not given). The
   // server reads "" as no volume.
@@ -161,7 +178,7 @@ export function EndpointForm({
   const text = (
     key: keyof Values,
     label: string,
-    opts: { hint?: string; type?: string; inputMode?: 'numeric' } = {},
+    opts: { hint?: string; type?: string; inputMode?: 'numeric' | 'decimal' } = {},
   ) => (
     <Field label={label} hint={opts.hint} error={errors[key]}>
       {(props) => (
@@ -260,7 +277,10 @@ export function EndpointForm({
           )}
         </Field>
         {text('scalerValue', 'Scaler value', { inputMode: 'numeric' })}
-        {text('executionTimeoutS', 'Execution timeout (s)', { inputMode: 'numeric', hint: 'Per job; 0 = no limit.' })}
+        {text('executionTimeoutS', 'Execution timeout (s)', {
+          inputMode: 'decimal',
+          hint: 'Per job; 0 = no limit. Up to 3 decimals (milliseconds).',
+        })}
         <Field label="Network volume">
           {(props) => (
             <select
