@@ -13,6 +13,7 @@ import { chromium, type BrowserContext, type Locator, type Page } from 'playwrig
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { closeFleet, ECHO_TEMPLATE, startFleet, type Fleet } from '../helpers/fleet.ts';
+import { gql } from '../helpers/graphql.ts';
 import { NODE, ROOT } from '../helpers/processes.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -368,6 +369,19 @@ describe.skipIf(!HAS_CHROMIUM)('web console', () => {
     await timeout.fill('120.25');
     await form.getByRole('button', { name: 'Save settings' }).click();
     await expect.poll(async () => (await endpointJson(id)).executionTimeoutMs).toBe(120_250);
+  });
+
+  it('shows the template made for an endpoint (GraphQL inline template) in its settings', async () => {
+    const inline = `template: {name: "inline-tpl", imageName: "${ECHO_TEMPLATE.imageName}", containerDiskInGb: 5, dockerArgs: "", env: []}`;
+    const res = await gql(
+      fleet.url,
+      fleet.key,
+      `mutation { saveEndpoint(input: {name: "inline", workersMax: 0, ${inline}}) { id templateId } }`,
+    );
+    const { id, templateId } = res.json.data.saveEndpoint as { id: string; templateId: string };
+    const form = await settings(id);
+    expect(await form.getByLabel('Template').inputValue()).toBe(templateId);
+    expect(await form.getByLabel('Template').locator('option:checked').textContent()).toContain('inline-tpl');
   });
 
   it('works on a narrow screen and with the keyboard', async () => {

@@ -27,11 +27,15 @@ function Settings({ endpoint, onSaved }: { endpoint: EndpointView; onSaved: () =
   const [saved, setSaved] = useState(0);
   // What the last save answered: the form starts again from it (the polled endpoint catches up a moment later).
   const [current, setCurrent] = useState<EndpointView | null>(null);
+  const templateId = (current ?? endpoint).templateId;
   const refs = usePoll(
-    'settings-refs',
+    `settings-refs:${templateId}`,
     async () => {
       const [templates, volumes] = await Promise.all([client.templates.list(), client.volumes.list()]);
-      return { templates, volumes };
+      // The list leaves out a template made for one endpoint (GraphQL saveEndpoint's inline `template:`): without
+      // it the drop-down showed the first template as if it were the one in use.
+      if (templates.some((t) => t.id === templateId)) return { templates, volumes };
+      return { templates: [...templates, await client.templates.get(templateId)], volumes };
     },
     60_000,
   );
