@@ -384,6 +384,14 @@ describe.skipIf(!HAS_CHROMIUM)('web console', () => {
     expect(await form.getByLabel('Template').locator('option:checked').textContent()).toContain('inline-tpl');
   });
 
+  it('bills endpoints that share a name apart', async () => {
+    const twins = [await fleet.endpoint({ name: 'twin' }), await fleet.endpoint({ name: 'twin' })];
+    await Promise.all(twins.map(async (ep) => fleet.waitJob(ep, await fleet.run(ep, {}))));
+    await go('/billing');
+    await page.getByRole('img', { name: /^Worker cost per hour/ }).waitFor();
+    await expect.poll(() => page.getByRole('rowheader', { name: /^twin/ }).count()).toBe(2);
+  });
+
   it('works on a narrow screen and with the keyboard', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await go('/endpoints');

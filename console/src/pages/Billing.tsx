@@ -52,7 +52,14 @@ export function BillingPage() {
   );
 
   const data = poll.data;
-  const names = new Map((data?.endpoints ?? []).map((e) => [e.id, e.name || e.id]));
+  // Endpoints are told apart by id: names need not be unique, and a name that several endpoints share gets each
+  // one's id, or their usage would be added up as if one endpoint's.
+  const endpoints = data?.endpoints ?? [];
+  const uses = new Map<string, number>();
+  for (const e of endpoints) uses.set(e.name, (uses.get(e.name) ?? 0) + 1);
+  const names = new Map(
+    endpoints.map((e) => [e.id, !e.name ? e.id : uses.get(e.name) === 1 ? e.name : `${e.name} (${e.id})`]),
+  );
   const groupOf = (rec: BillingRecord): string => {
     const key = rec[grouping] ?? 'other';
     return grouping === 'endpointId' ? (names.get(key) ?? key) : key;
