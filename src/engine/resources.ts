@@ -69,6 +69,7 @@ export class Resources {
         userId,
         createdAt: Date.now(),
       };
+      normaliseTemplate(t);
       await this.checkRegistryAuth(userId, t.containerRegistryAuthId);
       if ((await this.store.listTemplates(userId)).some((x) => x.name === t.name)) {
         throw new WharfError('NAME_TAKEN', { resource: 'template', name: t.name });
@@ -92,6 +93,7 @@ export class Resources {
     return this.store.exclusively(userId, async () => {
       const before = await this.getTemplate(userId, id);
       const after: Template = { ...before, ...stripUndefined(patch) };
+      normaliseTemplate(after);
       if (patch.containerRegistryAuthId !== undefined) {
         await this.checkRegistryAuth(userId, after.containerRegistryAuthId);
       }
@@ -252,6 +254,11 @@ function normalise(e: Endpoint): void {
   e.instanceIds = cpuInstanceIds(e);
   // An empty id is no volume (as GraphQL's `networkVolumeId: ""`).
   if (e.networkVolumeId === '') e.networkVolumeId = null;
+}
+
+/** An empty registry auth id is none, stored as null as GraphQL stores it (a change from null to "" is no change). */
+function normaliseTemplate(t: Template): void {
+  if (t.containerRegistryAuthId === '') t.containerRegistryAuthId = null;
 }
 
 function checkRules(e: Endpoint): void {

@@ -126,6 +126,14 @@ describe('container registry auths', () => {
     const refusal = await call('DELETE', `/v1/containerregistryauth/${id}`);
     expectError(refusal, 409, 'RESOURCE_IN_USE');
     expect(refusal.json.message).toContain(tpl.json.id);
+    // "" takes it away: stored as none (null, as GraphQL stores it), so the auth can go; "" again changes nothing.
+    const cleared = await call('PATCH', `/v1/templates/${tpl.json.id}`, { containerRegistryAuthId: '' });
+    expect(cleared.status).toBe(200);
+    expect(cleared.json.containerRegistryAuthId ?? null).toBeNull();
+    expect((await call('GET', `/v1/templates/${tpl.json.id}`)).json.containerRegistryAuthId ?? null).toBeNull();
+    const empty = await call('POST', '/v1/templates', { ...base, name: 't-empty', containerRegistryAuthId: '' });
+    expect(empty.json.containerRegistryAuthId ?? null).toBeNull();
+    await call('PATCH', `/v1/templates/${tpl.json.id}`, { containerRegistryAuthId: id });
     expectError(await bob('DELETE', `/v1/containerregistryauth/${id}`), 404, 'REGISTRY_AUTH_NOT_FOUND');
     expectError(await bob('GET', `/v1/containerregistryauth/${id}`), 404, 'REGISTRY_AUTH_NOT_FOUND');
     expect((await call('DELETE', `/v1/templates/${tpl.json.id}`)).status).toBe(204);
