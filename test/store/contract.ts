@@ -459,6 +459,13 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(JSON.parse(failed?.errorJson ?? '""')).toContain('w2');
       });
 
+      it('leaves a managed worker still starting to the supervisor: no lease runs out before its first request', async () => {
+        await store.upsertWorker(worker('pulling', ep, { managed: true, state: 'initializing', lastSeenAt: T0 }));
+        await store.upsertWorker(worker('outside', ep, { state: 'idle', lastSeenAt: T0 }));
+        expect((await store.expireWorkerLeases(T0 + 5_000, T0 + 6_000, 2)).workerIds).toEqual(['outside']);
+        expect(await store.getWorker('pulling')).toMatchObject({ state: 'initializing' });
+      });
+
       it("a release that is the server's own doing uses up no attempt; only MAX_REQUEUES requeues fail the job", async () => {
         const j = await store.submitJob(newJob(ep));
         for (let n = 0; n < 4; n++) {

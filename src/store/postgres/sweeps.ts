@@ -212,10 +212,12 @@ export function sweepVerbs(db: Db): SweepVerbs {
       return db.tx(async (c) => {
         // Workers whose lease ran out and that still count as alive, or that were already marked lease-expired but
         // have since been handed a job (a take long poll that outlived the lease). The lock re-checks last_seen_at
-        // against a ping that committed meanwhile on another node: a worker that just pinged keeps its lease.
+        // against a ping that committed meanwhile on another node: a worker that just pinged keeps its lease. Not a
+        // managed worker still starting: it has no lease yet; the supervisor's init timeout is its limit.
         const silent = await c.query<{ id: string }>(
-          `SELECT id FROM workers w WHERE last_seen_at < $1 AND (state <> 'unhealthy'
-             OR EXISTS (SELECT 1 FROM jobs j WHERE j.worker_id = w.id AND j.status = 'IN_PROGRESS'))
+          `SELECT id FROM workers w WHERE last_seen_at < $1 AND NOT (managed AND state = 'initializing')
+             AND (state <> 'unhealthy'
+               OR EXISTS (SELECT 1 FROM jobs j WHERE j.worker_id = w.id AND j.status = 'IN_PROGRESS'))
            ORDER BY seq FOR UPDATE OF w SKIP LOCKED`,
           [silentSince],
         );

@@ -118,11 +118,14 @@ export class SqliteWorkers {
   /**
    * Workers whose lease ran out and that still count as alive, or that were already marked lease-expired but have
    * since been handed a job (a take long poll that outlived the lease): those jobs must not stay held forever.
+   * Not a managed worker still starting: it has no lease yet (an image pull may outlast one); the supervisor's init
+   * timeout is its limit.
    */
   silentSince(silentSince: number): string[] {
     const rows = this.q(
-      `SELECT id FROM workers w WHERE last_seen_at < ? AND (state <> 'unhealthy'
-         OR EXISTS (SELECT 1 FROM jobs j WHERE j.worker_id = w.id AND j.status = 'IN_PROGRESS'))`,
+      `SELECT id FROM workers w WHERE last_seen_at < ? AND NOT (managed = 1 AND state = 'initializing')
+         AND (state <> 'unhealthy'
+           OR EXISTS (SELECT 1 FROM jobs j WHERE j.worker_id = w.id AND j.status = 'IN_PROGRESS'))`,
     ).all(silentSince) as Array<{ id: string }>;
     return rows.map((r) => r.id);
   }
