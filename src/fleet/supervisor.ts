@@ -376,7 +376,7 @@ export class Supervisor {
         !mine.some((x) => x.standby && x.version === endpoint.version) &&
         m.version === endpoint.version;
       if (keepAsStandby) await this.toStandby(m);
-      else this.stopSoon(m, s.reason);
+      else this.stopSoon(m, s.reason, { ifIdle: true });
     }
     // Outdated workers, busy or starting, take no new job from now on; the pass that sees one without jobs stops it.
     for (const r of decision.retire) {
@@ -641,8 +641,8 @@ export class Supervisor {
    * that ignores SIGTERM), and every other endpoint's scaling would wait with it. The worker counts as stopping at
    * once; when it is gone, its endpoint gets another pass (a replacement, the logs of a deleted endpoint).
    */
-  private stopSoon(m: Managed, reason: string): void {
-    const stop = this.stopWorker(m, reason)
+  private stopSoon(m: Managed, reason: string, how: { ifIdle?: boolean } = {}): void {
+    const stop = this.stopWorker(m, reason, how)
       .catch((error: unknown) => this.onError(error))
       .finally(() => {
         this.pendingStops.delete(stop);
@@ -651,12 +651,35 @@ export class Supervisor {
     this.pendingStops.add(stop);
   }
 
-  /** `serverShutdown`: the server's own doing (a deploy), so the jobs it interrupts keep their attempts. */
-  private async stopWorker(m: Managed, reason: string, how: { serverShutdown?: boolean } = {}): Promise<void> {
+  /**
+   * `serverShutdown`: the server's own doing (a deploy), so the jobs it interrupts keep their attempts. `ifIdle`: the
+   * autoscaler chose it as idle from the pass's snapshot; a job handed to it since then is finished first (retired,
+   * it takes no other, and the pass that sees it without jobs stops it).
+   */
+  private async stopWorker(
+    m: Managed,
+    reason: string,
+    how: { serverShutdown?: boolean; ifIdle?: boolean } = {},
+  ): Promise<void> {
     if (m.stopping) return;
     m.stopping = true;
+    if (how.ifIdle === true) {
+      let busy: boolean;
+      try {
+        await this.d.store.touchWorker(m.id, this.d.clock.now(), { retired: true, reason });
+        // Retired first: a take cannot hand it a job after this read (store takeJobs reads the flag in its write).
+        busy = (await this.d.store.workerJobIds(m.id)).length > 0;
+      } catch (error) {
+        m.stopping = false; // not stopped: the next pass decides again
+        throw error;
+      }
+      if (busy) {
+        m.stopping = false;
+        return;
+      }
+    }
     try {
-      await this.d.store.touchWorker(m.id, this.d.clock.now(), { retired: true, reason });
+      if (how.ifIdle !== true) await this.d.store.touchWorker(m.id, this.d.clock.now(), { retired: true, reason });
       // Still starting: the process exists once the executor's start settles (its GPUs stay held until then).
       if (m.launching) await m.launching;
       await m.handle?.stop({ graceMs: this.o.graceMs, keep: reason === 'idle-timeout' });

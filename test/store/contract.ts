@@ -68,6 +68,14 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(taken).toEqual(rest);
       });
 
+      it('hands a retired worker nothing, read in the take itself', async () => {
+        const j = await store.submitJob(newJob(ep, { createdAt: T0 }));
+        await store.upsertWorker(worker('leaving', ep));
+        await store.touchWorker('leaving', T0 + 1, { retired: true, reason: 'idle-timeout' });
+        expect(await store.takeJobs(ep, 'leaving', 1, T0 + 2)).toEqual([]);
+        expect(await store.takeJobs(ep, 'staying', 1, T0 + 3)).toMatchObject([{ id: j.id }]);
+      });
+
       it('concurrent takes in one batch never hand the same job twice', async () => {
         const ids = new Set<string>();
         for (let i = 0; i < 20; i++) ids.add((await store.submitJob(newJob(ep, { createdAt: T0 + i }))).id);

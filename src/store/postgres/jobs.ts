@@ -131,11 +131,13 @@ export function jobVerbs(db: Db): JobVerbs {
 
     async takeJobs(endpointId, workerId, max, now) {
       // SKIP LOCKED: takes on every node run in parallel, each getting different jobs, none waiting on another's
-      // lock. Expired-but-not-yet-swept jobs are skipped: their ttl is over, they must never start.
+      // lock. Expired-but-not-yet-swept jobs are skipped: their ttl is over, they must never start. A retired
+      // worker gets nothing (the supervisor retires an idle worker, then stops it only if it holds no job).
       const rows = await db.query<JobRow>(
         `WITH picked AS (
            SELECT id FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND expires_at > $2
              AND NOT EXISTS (SELECT 1 FROM job_stops s WHERE s.worker_id = $4 AND s.job_id = jobs.id AND s.created_at > $5)
+             AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = $4 AND w.retired)
            ORDER BY queued_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED)
          UPDATE jobs j SET status = 'IN_PROGRESS', attempt = j.attempt + 1, worker_id = $4, started_at = $2,
            deadline_at = $2 + j.execution_timeout_ms, output = NULL, error = NULL

@@ -101,11 +101,14 @@ export class SqliteJobs {
     // ~10 µs each.
     const limit = takeBatchSize(max);
     // Not a job this worker got a stop order for within RETAKE_AFTER_STOP_MS (its earlier attempt may still run).
+    // Nothing for a retired worker, read in this transaction: the supervisor retires an idle worker before it stops
+    // it, then stops it only if it holds no job, so a take cannot slip a job in between.
     const queued = this.q(
       `SELECT rowid AS r FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND expires_at > ?
          AND NOT EXISTS (SELECT 1 FROM job_stops s WHERE s.worker_id = ? AND s.job_id = jobs.id AND s.created_at > ?)
+         AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = ? AND w.retired = 1)
        ORDER BY queued_at, rowid LIMIT ${limit}`,
-    ).all(endpointId, now, workerId, now - RETAKE_AFTER_STOP_MS) as Array<{ r: number }>;
+    ).all(endpointId, now, workerId, now - RETAKE_AFTER_STOP_MS, workerId) as Array<{ r: number }>;
     if (queued.length === 0) return [];
     const claim = this.jobsQ(
       `UPDATE jobs SET status = 'IN_PROGRESS', attempt = attempt + 1, worker_id = ?, started_at = ?,
