@@ -86,6 +86,12 @@ export interface JobPolicy {
   executionTimeoutMs: number;
   lowPriority: boolean;
   ttlMs: number;
+  /**
+   * Its webhook may reach public addresses only, whoever owns the endpoint: it was submitted with a key that lacks
+   * the owner's private-target privilege (an admin's restricted or read key). A host name is resolved at delivery,
+   * so the submission alone cannot tell.
+   */
+  webhookPublicOnly?: true;
 }
 
 export type SubmitMode = 'async' | 'sync';

@@ -31,6 +31,8 @@ export interface Submission {
   webhook?: string;
   policy?: { executionTimeout?: number; lowPriority?: boolean; ttl?: number };
   s3Config?: unknown;
+  /** The submitting key may not have deliveries reach private addresses (JobPolicy.webhookPublicOnly). */
+  webhookPublicOnly?: boolean;
 }
 
 /** Called once for every job that reaches a final state (webhooks, metrics). Must not throw. */
@@ -156,7 +158,12 @@ export class JobEngine {
           endpointId: endpoint.id,
           inputJson: sub.inputJson ?? JSON.stringify(sub.input),
           webhook: sub.webhook ?? null,
-          policy: this.resolvePolicy(endpoint.executionTimeoutMs, sub.policy),
+          policy: {
+            ...this.resolvePolicy(endpoint.executionTimeoutMs, sub.policy),
+            ...(sub.webhook !== undefined && sub.webhookPublicOnly === true
+              ? { webhookPublicOnly: true as const }
+              : {}),
+          },
           policyGiven: sub.policy !== undefined,
           policyJson: sub.policy === undefined ? null : JSON.stringify(sub.policy),
           s3ConfigJson: sub.s3Config === undefined ? null : JSON.stringify(sub.s3Config),

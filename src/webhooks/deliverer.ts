@@ -176,7 +176,9 @@ export class WebhookDeliverer {
     }
     const body = statusBody(d.job, d.job.completedAt ?? d.createdAt);
     const timestamp = Math.floor(at / 1000);
-    const publicOnly = !mayReachPrivate(this.opts.privateTargets, await this.ownerIsAdmin(d.userId));
+    const publicOnly =
+      d.job.policy.webhookPublicOnly === true ||
+      !mayReachPrivate(this.opts.privateTargets, await this.ownerIsAdmin(d.userId));
     const timeout = AbortSignal.timeout(this.opts.timeoutMs);
     const started = performance.now();
     let statusCode: number | null = null;

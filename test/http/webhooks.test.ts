@@ -332,6 +332,41 @@ describe('private targets (webhookPrivateTargets, default admins)', () => {
     expect(accepted.status, accepted.text).toBe(200);
   });
 
+  it("an admin's restricted key naming a host: its deliveries are held to public addresses, as the key is", async () => {
+    const ep = await createEndpoint(t);
+    const key = (await t.api('POST', '/v1/keys', { name: 'ci-host', scope: 'restricted', endpointIds: [ep] })).json
+      .key as string;
+    // A name passes the submission (its address is only known when delivered); the job remembers the key's limit.
+    const hook = { input: {}, webhook: 'http://hooks.example.invalid/ok' };
+    const viaCi = await t.api('POST', `/v2/${ep}/run`, hook, { key });
+    const viaAdmin = await t.api('POST', `/v2/${ep}/run`, hook);
+    const policyOf = async (id: string) => (await t.server.store.getJob(ep, id))!.policy;
+    expect(await policyOf(viaCi.json.id as string)).toMatchObject({ webhookPublicOnly: true });
+    expect(await policyOf(viaAdmin.json.id as string)).not.toHaveProperty('webhookPublicOnly');
+
+    // Delivered, such a job's name that resolves to loopback is refused; without the limit, the admin's goes out.
+    const other = await createEndpoint(t);
+    const endpoint = (await t.server.store.getEndpoint(null, other))!;
+    const byName = `http://localhost:${new URL(receiver.url('/')).port}/ok`;
+    const deliver = async (webhookPublicOnly: boolean): Promise<string> => {
+      const job = await t.server.engine.submit(endpoint, { input: {}, webhook: byName, webhookPublicOnly }, 'async');
+      const w = protocolWorker(t, other, `w-hook-${++workerSeq}`);
+      expect((await w.take()).json.id).toBe(job.id);
+      expect((await w.done(job.id, { output: 1 })).status).toBe(200);
+      return job.id;
+    };
+    const limited = await deliver(true);
+    let d: any[] = [];
+    await vi.waitFor(async () => {
+      d = await deliveries(t, other, limited);
+      expect(d[0]?.state).toBe('failed');
+    }, WAIT);
+    expect(d[0].attempts[0]).toMatchObject({ error: expect.stringMatching(/localhost resolves to a private/) });
+    expect(receiver.forJob(limited)).toEqual([]);
+    const open = await deliver(false);
+    await vi.waitFor(() => expect(receiver.forJob(open)).toHaveLength(1), WAIT);
+  });
+
   it("a blocked port (fetch's list: SMTP, SSH, IRC …) is refused at submission, for the admin too", async () => {
     const ep = await createEndpoint(t);
     const res = await t.api('POST', `/v2/${ep}/run`, { input: {}, webhook: 'http://127.0.0.1:25/hook' });

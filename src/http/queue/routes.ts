@@ -15,15 +15,16 @@ type JP = { endpointId: string; jobId: string };
 
 /**
  * `principal` is the caller: an admin's private-target privilege is its full-scope keys' only, so a restricted key
- * (a CI system's) of an admin cannot point deliveries at internal addresses.
+ * (a CI system's) of an admin cannot point deliveries at internal addresses. Returns whether the job's deliveries
+ * must stay on public addresses (JobPolicy.webhookPublicOnly): a host name is only resolved when delivered.
  */
 function checkWebhook(
   url: string | undefined,
   owner: User,
   principal: Principal,
   privateTargets: PrivateTargets,
-): void {
-  if (url === undefined) return;
+): { webhookPublicOnly: boolean } {
+  if (url === undefined) return { webhookPublicOnly: false };
   const bad = (reason: string) => new WharfError('VALIDATION_FAILED', { reason }, { details: [{ field: 'webhook' }] });
   let parsed: URL;
   try {
@@ -38,8 +39,10 @@ function checkWebhook(
   }
   // A host name is checked when it is resolved, at delivery (its address may change until then).
   const privileged = owner.isAdmin && principal.kind === 'user' && principal.key.scope === 'all';
-  const refused = refusal(parsed, !mayReachPrivate(privateTargets, privileged), true);
+  const webhookPublicOnly = !mayReachPrivate(privateTargets, privileged);
+  const refused = refusal(parsed, webhookPublicOnly, true);
   if (refused !== null) throw bad(`webhook: ${refused.message}`);
+  return { webhookPublicOnly };
 }
 
 /** The submission, with its input as the client wrote it (64-bit integers, `1.0`: domain/json.ts memberText). */
@@ -73,8 +76,8 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
     { ...post, bodyLimit: LIMITS.runBodyBytes },
     async (request, reply) => {
       const { endpoint, owner, principal } = await endpointFor(request, 'write');
-      checkWebhook(request.body.webhook, owner, principal, privateTargets);
-      const job = await engine.submit(endpoint, submissionOf(request), 'async');
+      const scope = checkWebhook(request.body.webhook, owner, principal, privateTargets);
+      const job = await engine.submit(endpoint, { ...submissionOf(request), ...scope }, 'async');
       bindLog(request, reply, { jobId: job.id });
       return sendJson(reply, `{"id":${JSON.stringify(job.id)},"status":"IN_QUEUE"}`);
     },
@@ -85,9 +88,9 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
     { ...post, schema: { ...post.schema, querystring: RunsyncQuery }, bodyLimit: LIMITS.runsyncBodyBytes },
     async (request, reply) => {
       const { endpoint, owner, principal } = await endpointFor(request, 'write');
-      checkWebhook(request.body.webhook, owner, principal, privateTargets);
+      const scope = checkWebhook(request.body.webhook, owner, principal, privateTargets);
       const waitGiven = request.query.wait !== undefined;
-      const job = await engine.submit(endpoint, submissionOf(request), 'sync', waitGiven);
+      const job = await engine.submit(endpoint, { ...submissionOf(request), ...scope }, 'sync', waitGiven);
       bindLog(request, reply, { jobId: job.id });
       const final = await engine.waitForFinal(
         endpoint.id,
