@@ -149,6 +149,16 @@ describe('templates and endpoints', () => {
     });
   });
 
+  it('template create makes a serverless template unless --data says otherwise', async () => {
+    const [serverless, pod] = await Promise.all([
+      cli(['template', 'create', '--name', uniq('sls'), ...ECHO, '--json']),
+      cli(['template', 'create', '--name', uniq('pod'), ...ECHO, '--data', '{"isServerless": false}', '--json']),
+    ]);
+    expect(serverless.json().isServerless).toBe(true);
+    expect(pod.json().isServerless).toBe(false);
+    await Promise.all([serverless, pod].map((r) => cli(['template', 'delete', r.json().id])));
+  });
+
   it('prints tables and key/value blocks for people, coloured only when asked and never with NO_COLOR', async () => {
     const name = uniq('table');
     const template = (await cli(['template', 'create', '--name', name, ...ECHO, '--json'])).json();

@@ -10,13 +10,20 @@ export const DATA_OPTION: OptionSpecs = {
   },
 };
 
-/** Build a request body: `--data` first, then the fields from flags (undefined ones left out). */
-export function body(ctx: Context, fields: Record<string, unknown>): Record<string, unknown> {
+/**
+ * Build a request body: `defaults` (the command's own choices, which --data may change), then `--data`, then the
+ * fields from flags (undefined ones left out), each overriding the one before.
+ */
+export function body(
+  ctx: Context,
+  fields: Record<string, unknown>,
+  defaults: Record<string, unknown> = {},
+): Record<string, unknown> {
   const data = ctx.args.json('data', (p) => ctx.readFile(p)) ?? {};
   if (typeof data !== 'object' || data === null || Array.isArray(data)) {
     throw new UsageError('--data must be a JSON object', ctx.command.name);
   }
-  const out: Record<string, unknown> = { ...(data as Record<string, unknown>) };
+  const out: Record<string, unknown> = { ...defaults, ...(data as Record<string, unknown>) };
   for (const [k, v] of Object.entries(fields)) if (v !== undefined) out[k] = v;
   return out;
 }

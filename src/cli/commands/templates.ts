@@ -30,22 +30,26 @@ const UPDATE_FIELDS: OptionSpecs = Object.fromEntries(Object.entries(FIELDS).fil
 
 function fields(ctx: Context, create: boolean): Record<string, unknown> {
   const a = ctx.args;
-  return body(ctx, {
-    ...(create ? { isServerless: true } : {}),
-    name: create ? a.required('name') : a.string('name'),
-    imageName: create ? a.required('image') : a.string('image'),
-    dockerStartCmd: argvOf(ctx, 'start-cmd'),
-    dockerEntrypoint: argvOf(ctx, 'entrypoint'),
-    env: a.pairs('env'),
-    category: create ? a.oneOf('category', ['NVIDIA', 'AMD', 'CPU']) : undefined,
-    containerRegistryAuthId: a.string('registry-auth'),
-    containerDiskInGb: a.int('container-disk', { min: 0 }),
-    volumeInGb: a.int('volume-size', { min: 0 }),
-    volumeMountPath: a.string('volume-mount'),
-    ports: listOf(ctx, 'port'),
-    readme: a.string('readme'),
-    isPublic: toggle(ctx, 'public'),
-  });
+  return body(
+    ctx,
+    {
+      name: create ? a.required('name') : a.string('name'),
+      imageName: create ? a.required('image') : a.string('image'),
+      dockerStartCmd: argvOf(ctx, 'start-cmd'),
+      dockerEntrypoint: argvOf(ctx, 'entrypoint'),
+      env: a.pairs('env'),
+      category: create ? a.oneOf('category', ['NVIDIA', 'AMD', 'CPU']) : undefined,
+      containerRegistryAuthId: a.string('registry-auth'),
+      containerDiskInGb: a.int('container-disk', { min: 0 }),
+      volumeInGb: a.int('volume-size', { min: 0 }),
+      volumeMountPath: a.string('volume-mount'),
+      ports: listOf(ctx, 'port'),
+      readme: a.string('readme'),
+      isPublic: toggle(ctx, 'public'),
+    },
+    // A default, not a flag: `--data '{"isServerless": false}'` makes a pod template, as the help says.
+    create ? { isServerless: true } : {},
+  );
 }
 
 function printTemplate(ctx: Context, t: Template): void {
