@@ -301,6 +301,17 @@ describe('errors and usage', () => {
   });
 });
 
+describe('a reader that stops early', () => {
+  it('ends the command quietly with status 0 (wharf … | head -1)', async () => {
+    const [help, list] = await Promise.all([
+      runCli(['--help'], { closeStdout: true }),
+      cli(['template', 'list', '--json'], { closeStdout: true }),
+    ]);
+    expect(help).toMatchObject({ code: 0, stderr: '' });
+    expect(list).toMatchObject({ code: 0, stderr: '' });
+  });
+});
+
 describe('--help', () => {
   // Every command's help is checked in-process by test/unit/cli-dispatch.test.ts; here, the real process for a few.
   it('works for the program, a group, a command and the server', async () => {

@@ -21,6 +21,8 @@ export interface CliOptions {
   /** Written to stdin, which is then closed (stdin is always closed: the CLI never waits on a terminal). */
   input?: string;
   timeoutMs?: number;
+  /** Close the reading end of stdout at once, as `wharf … | head -1` does once head has its line. */
+  closeStdout?: boolean;
 }
 
 /** A fresh HOME for one test file: the login file lands in <home>/.config/wharf/config.json. */
@@ -32,7 +34,9 @@ export function runCli(args: readonly string[], opts: CliOptions = {}): Promise<
   const child = spawn(NODE, ['src/cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  // The child needs far longer to start than this takes: its first write finds the pipe closed (EPIPE).
+  if (opts.closeStdout) child.stdout.destroy();
+  else child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   child.stdin.end(opts.input ?? '');
   return new Promise((resolve, reject) => {
