@@ -80,11 +80,87 @@ function readConfigFile(path: string | undefined, problems: string[]): Record<st
       problems.push(`config file ${path} must hold a JSON object`);
       return {};
     }
-    return parsed as Record<string, unknown>;
+    return fileSettings(parsed as Record<string, unknown>, problems);
   } catch (error) {
     problems.push(`config file ${path}: ${(error as Error).message}`);
     return {};
   }
+}
+
+/**
+ * The file's entries whose key is a setting and whose JSON type is the setting's; every other entry is a problem
+ * naming its key, never ignored (a misspelt key would leave its setting at the default without a word) nor turned
+ * into text (`{"host": {}}` would listen on "[object Object]").
+ */
+function fileSettings(parsed: Record<string, unknown>, problems: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(parsed)) {
+    const spec = (SETTINGS as readonly SettingSpec[]).find((s) => s.key === key);
+    if (!spec) {
+      const near = nearestKey(key);
+      problems.push(`config file key ${key} is not a setting${near ? ` (did you mean ${near}?)` : ''}`);
+      continue;
+    }
+    // null leaves unset a setting that may be unset (publicUrl, adminKey…).
+    if (value === null && spec.default === null) continue;
+    const fits =
+      spec.kind === 'int'
+        ? typeof value === 'number'
+        : spec.kind === 'bool'
+          ? typeof value === 'boolean'
+          : typeof value === 'string';
+    if (!fits) {
+      problems.push(`config file key ${key}: expected ${JSON_TYPES[spec.kind]}, got ${jsonTypeOf(value)}`);
+      continue;
+    }
+    out[key] = value;
+  }
+  return out;
+}
+
+const JSON_TYPES: Record<SettingSpec['kind'], string> = {
+  int: 'a number',
+  bool: 'true or false',
+  string: 'a string',
+  enum: 'a string',
+};
+
+function jsonTypeOf(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'object') return 'an object';
+  return `${typeof v} ${JSON.stringify(v)}`;
+}
+
+/**
+ * The setting a misspelt config file key was probably meant to be: the same letters in another case or with
+ * dashes (`leaseMS`, `lease-ms`, `WHARF_LEASE_MS`), else one at most two edits away (`exampels`). Null if none.
+ */
+function nearestKey(key: string): string | null {
+  const norm = (k: string) =>
+    k
+      .toLowerCase()
+      .replace(/^wharf_/, '')
+      .replace(/[^a-z0-9]/g, '');
+  let best: { key: string; d: number } | null = null;
+  for (const s of SETTINGS) {
+    const d = editDistance(norm(key), norm(s.key));
+    if (d <= 2 && (best === null || d < best.d)) best = { key: s.key, d };
+  }
+  return best?.key ?? null;
+}
+
+/** Levenshtein distance (two swapped letters count two). */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = row;
+  }
+  return prev[b.length]!;
 }
 
 function coerce(spec: SettingSpec, raw: unknown, origin: string, problems: string[]): unknown {
