@@ -23,7 +23,6 @@ import {
   GpuInventory,
   NO_FLEET_STATUS,
   LogBook,
-  parseDeclaredGpus,
   ProcessExecutor,
   Supervisor,
   type Executor,
@@ -33,6 +32,7 @@ import { buildApp, trackConnections, WINDOW_MS } from '../http/index.ts';
 import { WharfMetrics } from '../metrics/index.ts';
 import { openPostgresStore, openSqliteStore, type PostgresStore, type Store } from '../store/index.ts';
 import { WebhookDeliverer } from '../webhooks/index.ts';
+import { checkServerConfig } from './preflight.ts';
 
 export interface WharfServer {
   /** Base URL, e.g. http://127.0.0.1:8000 */
@@ -88,6 +88,7 @@ function openStore(config: Config): { store: Store; pg: PostgresStore | null } {
 
 /** Assemble store, engine, fleet and HTTP app from a validated config and start listening. */
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<WharfServer> {
+  const checked = checkServerConfig(config);
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const { store, pg } = openStore(config);
@@ -204,7 +205,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
   if (executor) {
-    const inventory = new GpuInventory(await gpuList(config.gpus, (m) => app.log.warn(m)), {
+    const inventory = new GpuInventory(await gpuList(checked.gpus, (m) => app.log.warn(m)), {
       dataCenterId: config.dataCenterId,
     });
     supervisor = new Supervisor(
@@ -303,17 +304,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   };
 }
 
-/** The machine's GPUs: discovered with nvidia-smi (`auto`), none, or declared (`NVIDIA A40:2,…`). */
-async function gpuList(spec: string, warn: (message: string) => void): Promise<Gpu[]> {
-  if (spec === 'auto') {
-    try {
-      return await discoverGpus();
-    } catch (error) {
-      warn(`GPU discovery failed, running CPU-only: ${(error as Error).message}`);
-      return [];
-    }
+/** The machine's GPUs: discovered with nvidia-smi (`auto`), or as declared (`NVIDIA A40:2,…`; none: []). */
+async function gpuList(gpus: Gpu[] | 'auto', warn: (message: string) => void): Promise<Gpu[]> {
+  if (gpus !== 'auto') return gpus;
+  try {
+    return await discoverGpus();
+  } catch (error) {
+    warn(`GPU discovery failed, running CPU-only: ${(error as Error).message}`);
+    return [];
   }
-  return parseDeclaredGpus(spec);
 }
 
 /** The configured executor (DESIGN.md §3); the Kubernetes client is loaded only when it is the one. */

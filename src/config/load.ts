@@ -1,5 +1,8 @@
 import { readFileSync } from 'node:fs';
+import { nearestName } from '../domain/index.ts';
 import { SETTINGS, type Config, type SettingSpec } from './schema.ts';
+
+const SETTING_KEYS: readonly string[] = SETTINGS.map((s) => s.key);
 
 export class ConfigError extends Error {
   readonly problems: string[];
@@ -97,7 +100,13 @@ function fileSettings(parsed: Record<string, unknown>, problems: string[]): Reco
   for (const [key, value] of Object.entries(parsed)) {
     const spec = (SETTINGS as readonly SettingSpec[]).find((s) => s.key === key);
     if (!spec) {
-      const near = nearestKey(key);
+      // Same letters in another case or with dashes (`leaseMS`, `lease-ms`, `WHARF_LEASE_MS`), or a typo (`exampels`).
+      const near = nearestName(key, SETTING_KEYS, (k) =>
+        k
+          .toLowerCase()
+          .replace(/^wharf_/, '')
+          .replace(/[^a-z0-9]/g, ''),
+      );
       problems.push(`config file key ${key} is not a setting${near ? ` (did you mean ${near}?)` : ''}`);
       continue;
     }
@@ -130,37 +139,6 @@ function jsonTypeOf(v: unknown): string {
   if (Array.isArray(v)) return 'an array';
   if (typeof v === 'object') return 'an object';
   return `${typeof v} ${JSON.stringify(v)}`;
-}
-
-/**
- * The setting a misspelt config file key was probably meant to be: the same letters in another case or with
- * dashes (`leaseMS`, `lease-ms`, `WHARF_LEASE_MS`), else one at most two edits away (`exampels`). Null if none.
- */
-function nearestKey(key: string): string | null {
-  const norm = (k: string) =>
-    k
-      .toLowerCase()
-      .replace(/^wharf_/, '')
-      .replace(/[^a-z0-9]/g, '');
-  let best: { key: string; d: number } | null = null;
-  for (const s of SETTINGS) {
-    const d = editDistance(norm(key), norm(s.key));
-    if (d <= 2 && (best === null || d < best.d)) best = { key: s.key, d };
-  }
-  return best?.key ?? null;
-}
-
-/** Levenshtein distance (two swapped letters count two). */
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = row;
-  }
-  return prev[b.length]!;
 }
 
 function coerce(spec: SettingSpec, raw: unknown, origin: string, problems: string[]): unknown {

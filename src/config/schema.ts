@@ -319,7 +319,7 @@ export const SETTINGS = [
     env: 'WHARF_GPUS',
     kind: 'string',
     default: 'auto',
-    doc: '`auto` (nvidia-smi), `none`, or a list like `NVIDIA A40:2`.',
+    doc: '`auto` (nvidia-smi), `none`, or a list of GPU type ids (listed below) and counts like `NVIDIA A40:2`.',
   },
   {
     key: 'dataCenterId',

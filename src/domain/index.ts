@@ -17,3 +17,4 @@ export * from './enums.ts';
 export * from './storage.ts';
 export * from './billing.ts';
 export * from './prices.ts';
+export * from './text.ts';

@@ -4,7 +4,7 @@
  * Pool ids and GPU type ids are the exact strings of spec/rest-graphql-facts.md (§1.2 GPU_TYPE_IDS, §2.3 gpuIds).
  */
 import { execFile } from 'node:child_process';
-import { allowsAnyDataCenter } from '../domain/index.ts';
+import { allowsAnyDataCenter, nearestName } from '../domain/index.ts';
 
 export interface Gpu {
   index: string;
@@ -97,7 +97,7 @@ function splitList(spec: string): string[] {
 /**
  * An endpoint's `gpuIds` ("AMPERE_16,-NVIDIA RTX A4500") → acceptable GPU type ids in priority order, exclusions
  * applied. Entries may be pool ids or type ids. Empty → [] (any GPU); only exclusions → every known type but those.
- * Unknown entries are kept as literal type names (a declared inventory may use names outside GPU_TYPE_IDS);
+ * Unknown entries are kept as literal type names (a GPU that nvidia-smi found may be named outside GPU_TYPE_IDS);
  * validateGpuIds reports them.
  */
 export function parseGpuIds(spec: string): string[] {
@@ -170,7 +170,9 @@ export async function discoverGpus(opts: { command?: string; timeoutMs?: number 
 
 /**
  * A declared inventory: "NVIDIA GeForce RTX 4090:2,NVIDIA A40:1" (count defaults to 1), or "none" / "" for a
- * CPU-only machine. Indices are numbered in order; memory comes from the type's pool when known.
+ * CPU-only machine. Indices are numbered in order; memory comes from the type's pool when known. A name that is no
+ * GPU type id (matchGpuType) is refused: endpoints ask for type ids only, so such a GPU ("NVIDIA A4O", a typo) would
+ * be placed for no endpoint that names a type, and anything at all ("garbage") would start as a GPU machine.
  */
 export function parseDeclaredGpus(spec: string): Gpu[] {
   const trimmed = spec.trim();
@@ -186,7 +188,14 @@ export function parseDeclaredGpus(spec: string): Gpu[] {
         `bad GPU declaration '${entry}': expected '<GPU type id>:<count>', e.g. 'NVIDIA A40:2', or 'none'`,
       );
     }
-    const name = matchGpuType(rawName) ?? rawName;
+    const name = matchGpuType(rawName);
+    if (name === null) {
+      const near = nearestName(rawName, GPU_TYPE_IDS, normaliseGpuName);
+      throw new Error(
+        `unknown GPU type '${rawName}'${near ? ` (did you mean '${near}'?)` : ''}: ` +
+          `"wharf serve --help" lists the GPU type ids`,
+      );
+    }
     const pool = Object.values(GPU_POOLS).find((p) => p.types.includes(name));
     for (let i = 0; i < count; i += 1) gpus.push({ index: String(gpus.length), name, memoryGb: pool?.memoryGb ?? 0 });
   }

@@ -145,6 +145,14 @@ describe('parseDeclaredGpus', () => {
   it.each(['NVIDIA A40:0', 'NVIDIA A40:two', ':2', 'NVIDIA A40:-1'])('rejects %j', (spec) => {
     expect(() => parseDeclaredGpus(spec)).toThrow(/bad GPU declaration/);
   });
+
+  it('refuses a name that is no GPU type id, suggesting the nearest one', () => {
+    expect(() => parseDeclaredGpus('garbage')).toThrow(/^unknown GPU type 'garbage': "wharf serve --help" lists/);
+    expect(() => parseDeclaredGpus('NVIDIA A40:1,NVIDIA A4O:2')).toThrow(
+      /^unknown GPU type 'NVIDIA A4O' \(did you mean 'NVIDIA A40'\?\)/,
+    );
+    expect(() => parseDeclaredGpus('rtx 409:1')).toThrow(/did you mean 'NVIDIA GeForce RTX 4090'/);
+  });
 });
 
 describe('GpuInventory', () => {

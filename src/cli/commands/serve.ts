@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig, SETTINGS } from '../../config/index.ts';
+import { GPU_TYPE_IDS } from '../../domain/index.ts';
 import type { Command } from '../context.ts';
 
 /** Listed in `wharf --help`; the dispatcher hands `serve` its raw arguments (the server's flags are SETTINGS). */
@@ -18,24 +19,27 @@ export async function serve(argv: string[]): Promise<void> {
       (s) => `  ${s.flag.padEnd(28)} ${s.env.padEnd(30)} ${s.doc} (default ${JSON.stringify(s.default)})`,
     );
     process.stdout.write(
-      `wharf serve — run the server in the foreground\n\nFlags and environment variables:\n${lines.join('\n')}\n`,
+      `wharf serve — run the server in the foreground\n\nFlags and environment variables:\n${lines.join('\n')}\n` +
+        `\n${gpuTypesHelp()}`,
     );
     return;
   }
+  // A setting that loadConfig or, before anything is written, startServer refuses: one message, exit 2.
+  const refuse: (error: unknown) => never = (error) => {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`wharf: ${error.message}\n`);
+    process.exit(2);
+  };
   let config;
   try {
     config = loadConfig({ argv });
   } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`wharf: ${error.message}\n`);
-      process.exit(2);
-    }
-    throw error;
+    refuse(error);
   }
   // Loaded here, not at the top: the client commands start in a fraction of the time without the server's modules.
   const { ensureExamples, EXAMPLES } = await import('../examples.ts');
   const { startServer } = await import('../server.ts');
-  const server = await startServer(config);
+  const server = await startServer(config).catch(refuse);
   if (server.generatedAdminKey) {
     process.stdout.write(
       `\nAdmin API key (shown once, also saved to ${config.dataDir}/admin-key with mode 0600):\n  ${server.generatedAdminKey}\n\n`,
@@ -64,4 +68,22 @@ export async function serve(argv: string[]): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
   // Printed once the handlers are in: whoever waits for this line may signal at once and get a clean shutdown.
   process.stdout.write(`wharf listening on ${server.url}  (queue API ${server.url}/v2, REST ${server.url}/v1)\n`);
+}
+
+/** The names --gpus takes (the double-spaced twins of some ids left out), wrapped for a terminal. */
+function gpuTypesHelp(): string {
+  const names = GPU_TYPE_IDS.filter((id) => !id.includes('  ')).sort();
+  const lines = [
+    "GPU type ids for --gpus ('<type>:<count>,…'; case, punctuation and NVIDIA/GeForce/Tesla may differ):",
+  ];
+  let line = '';
+  for (const name of names) {
+    if (line !== '' && line.length + name.length + 2 > 110) {
+      lines.push(`  ${line},`);
+      line = '';
+    }
+    line = line === '' ? name : `${line}, ${name}`;
+  }
+  lines.push(`  ${line}`);
+  return `${lines.join('\n')}\n`;
 }
