@@ -1,7 +1,6 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Config } from '../config/index.ts';
-import { DEFAULT_PRICES, parsePrices, type PriceTable } from '../domain/index.ts';
 import {
   Accounts,
   Billing,
@@ -32,7 +31,9 @@ import { buildApp, trackConnections, WINDOW_MS } from '../http/index.ts';
 import { WharfMetrics } from '../metrics/index.ts';
 import { openPostgresStore, openSqliteStore, type PostgresStore, type Store } from '../store/index.ts';
 import { WebhookDeliverer } from '../webhooks/index.ts';
-import { checkServerConfig } from './preflight.ts';
+import { checkAddress, checkServerConfig, ListenError, listenProblem } from './preflight.ts';
+
+export { ListenError } from './preflight.ts';
 
 export interface WharfServer {
   /** Base URL, e.g. http://127.0.0.1:8000 */
@@ -76,10 +77,7 @@ function openStore(config: Config): { store: Store; pg: PostgresStore | null } {
     return { store, pg: null };
   }
   if (/^postgres(ql)?:\/\//.test(config.store)) {
-    // Every node must open the registry credentials another node sealed: a per-node generated key cannot.
-    if (!config.secretKey) {
-      throw new Error('--store postgres://… needs --secret-key / WHARF_SECRET_KEY, the same on every node');
-    }
+    // checkServerConfig made sure of a --secret-key: every node must open the credentials another node sealed.
     const pg = openPostgresStore({ url: config.store });
     return { store: pg, pg };
   }
@@ -88,7 +86,9 @@ function openStore(config: Config): { store: Store; pg: PostgresStore | null } {
 
 /** Assemble store, engine, fleet and HTTP app from a validated config and start listening. */
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<WharfServer> {
+  // Nothing is created or written before these pass (a generated admin key would be lost with the error).
   const checked = checkServerConfig(config);
+  await checkAddress(config.host, config.port);
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const { store, pg } = openStore(config);
@@ -115,7 +115,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const resources = new Resources(store, (image, owner) => executor?.validateImage(image, owner) ?? null);
   const volumes = new Volumes(store, join(dataDir, 'volumes'), clock);
   const registryAuths = new RegistryAuths(store, new SecretBox(loadSecretKey(config.secretKey, dataDir)));
-  const billing = new Billing(store, loadPrices(config.prices), clock);
+  const billing = new Billing(store, checked.prices, clock);
   const logs = new LogBook();
   let supervisor: Supervisor | null = null;
   // Multi-node: the leader's statuses, on every node (set below).
@@ -195,7 +195,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
 
   // Before listening: a wake-up published by the first request already reaches the other nodes.
   await cluster?.bridge(bus);
-  await app.listen({ port: config.port, host: config.host });
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    // The address was free a moment ago (checkAddress): another process took it since.
+    const problem = listenProblem(error, config.host, config.port);
+    if (!problem) throw error;
+    const saved = generatedKey ? `; the admin key this start generated is in ${join(dataDir, 'admin-key')}` : '';
+    throw new ListenError(`${problem}${saved}`, { cause: error });
+  }
   if (!cluster) {
     sweeper.start();
     webhooks.start();
@@ -369,14 +377,4 @@ function writeAdminKey(dataDir: string, key: string): void {
   if (existsSync(path)) chmodSync(path, 0o600);
   writeFileSync(path, `${key}\n`, { mode: 0o600 });
   chmodSync(path, 0o600);
-}
-
-/** The price table: the defaults, overlaid with the JSON file named by --prices / WHARF_PRICES. */
-function loadPrices(path: string | null): PriceTable {
-  if (!path) return DEFAULT_PRICES;
-  try {
-    return parsePrices(JSON.parse(readFileSync(path, 'utf8')));
-  } catch (error) {
-    throw new Error(`prices file ${path}: ${(error as Error).message}`, { cause: error });
-  }
 }

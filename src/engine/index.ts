@@ -18,7 +18,7 @@ export { Resources, type EndpointChange, type ImageValidator } from './resources
 export { endpointHealth, type EndpointHealth } from './health.ts';
 export { Volumes, type VolumeInput } from './volumes.ts';
 export { RegistryAuths, type RegistryAuthView, type RegistryCredentials } from './registry-auths.ts';
-export { SecretBox, loadSecretKey } from './secrets.ts';
+export { SecretBox, decodeSecretKey, loadSecretKey } from './secrets.ts';
 export {
   Billing,
   usageOf,

@@ -44,16 +44,23 @@ export class SecretBox {
   }
 }
 
+/** The configured key: base64 of 32 bytes (`openssl rand -base64 32`). */
+export function decodeSecretKey(text: string): Buffer {
+  const key = Buffer.from(text, 'base64');
+  if (key.length !== 32) {
+    throw new Error(
+      `--secret-key / WHARF_SECRET_KEY must be base64 of 32 bytes (openssl rand -base64 32); it decodes to ${key.length}`,
+    );
+  }
+  return key;
+}
+
 /**
  * The key from configuration (base64 of 32 bytes), else `<dataDir>/secret.key`, created once with mode 0600.
  * `wx` makes creation exclusive: two nodes starting at once on a shared directory end up with the same key.
  */
 export function loadSecretKey(configured: string | null, dataDir: string): Buffer {
-  if (configured) {
-    const key = Buffer.from(configured, 'base64');
-    if (key.length !== 32) throw new Error(`--secret-key / WHARF_SECRET_KEY must be base64 of 32 bytes`);
-    return key;
-  }
+  if (configured) return decodeSecretKey(configured);
   const path = join(dataDir, 'secret.key');
   if (!existsSync(path)) createDurably(path, `${randomBytes(32).toString('base64')}\n`);
   chmodSync(path, 0o600);

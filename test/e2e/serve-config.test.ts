@@ -1,13 +1,14 @@
 // `wharf serve` given settings it must refuse, as a real process: one message on stderr and exit 2, before anything
 // is created or written (no data directory, no secret key, no admin key that nobody was shown).
 
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
-import { killAll, spawnProc } from '../helpers/processes.ts';
+import { freePort, killAll, spawnProc } from '../helpers/processes.ts';
 
 vi.setConfig({ testTimeout: 60_000 });
 
@@ -69,5 +70,54 @@ describe('wharf serve refuses', () => {
     ]);
     expect(none.started, none.output).toBe(true);
     expect(declared.started, declared.output).toBe(true);
+  });
+});
+
+describe('wharf serve refuses before writing anything', () => {
+  it('a --prices file it cannot read or use', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wharf-prices-'));
+    writeFileSync(join(dir, 'bad.json'), '{"gpu": {"NVIDIA A40": "cheap"}}');
+    writeFileSync(join(dir, 'broken.json'), '{"gpu": ');
+    const [missing, bad, broken] = await Promise.all([
+      serve(['--prices', join(dir, 'missing.json')]),
+      serve(['--prices', join(dir, 'bad.json')]),
+      serve([], { WHARF_PRICES: join(dir, 'broken.json') }),
+    ]);
+    expectRefused(missing, /--prices \/ WHARF_PRICES file \S+missing.json: no such file\n/);
+    expectRefused(bad, /bad.json: prices.gpu\["NVIDIA A40"\]: expected a number >= 0/);
+    expectRefused(broken, /broken.json: not valid JSON: /);
+  });
+
+  it('a --secret-key that is not base64 of 32 bytes, a --store it cannot use, bad --rate-limit-overrides', async () => {
+    const key = Buffer.alloc(32, 7).toString('base64');
+    const [secret, store, pgWithoutKey, overrides, all] = await Promise.all([
+      serve(['--secret-key', 'abc']),
+      serve(['--store', 'mysql://db/wharf']),
+      serve(['--store', 'postgres://wharf@127.0.0.1:1/wharf']),
+      serve(['--rate-limit-overrides', 'run=lots']),
+      serve(['--secret-key', key.slice(4), '--rate-limit-overrides', 'run=10,bogus=5', '--gpus', 'garbage']),
+    ]);
+    expectRefused(secret, /--secret-key \/ WHARF_SECRET_KEY must be base64 of 32 bytes/);
+    expectRefused(store, /--store \/ WHARF_STORE must be sqlite or a postgres:\/\/ URL, got 'mysql:\/\/db\/wharf'/);
+    expectRefused(pgWithoutKey, /--store postgres:\/\/… needs --secret-key/);
+    expectRefused(overrides, /--rate-limit-overrides \/ WHARF_RATE_LIMIT_OVERRIDES: rate limit override "run=lots"/);
+    // Every problem at once, as loadConfig reports its own.
+    expectRefused(all, /gpus[^\n]+\n {2}- --secret-key[^\n]+\n {2}- --rate-limit-overrides[^\n]+"bogus=5"/);
+  });
+
+  it('a busy port: one line, exit 1, nothing written', async () => {
+    const port = await freePort();
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(port, '127.0.0.1', resolve));
+    try {
+      const res = await serve(['--port', String(port)]);
+      expect(res).toMatchObject({ started: false, code: 1 });
+      expect(res.output).toBe(
+        `wharf: port ${port} is in use on 127.0.0.1: stop what listens there or choose another port (--port / WHARF_PORT)\n`,
+      );
+      expect(existsSync(res.dataDir)).toBe(false);
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
   });
 });

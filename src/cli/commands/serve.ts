@@ -38,8 +38,13 @@ export async function serve(argv: string[]): Promise<void> {
   }
   // Loaded here, not at the top: the client commands start in a fraction of the time without the server's modules.
   const { ensureExamples, EXAMPLES } = await import('../examples.ts');
-  const { startServer } = await import('../server.ts');
-  const server = await startServer(config).catch(refuse);
+  const { ListenError, startServer } = await import('../server.ts');
+  const server = await startServer(config).catch((error: unknown) => {
+    // A busy port is no mistake in the settings (the same ones work once it is free): exit 1.
+    if (!(error instanceof ListenError)) return refuse(error);
+    process.stderr.write(`wharf: ${error.message}\n`);
+    process.exit(1);
+  });
   if (server.generatedAdminKey) {
     process.stdout.write(
       `\nAdmin API key (shown once, also saved to ${config.dataDir}/admin-key with mode 0600):\n  ${server.generatedAdminKey}\n\n`,
