@@ -27,6 +27,8 @@ export interface Command {
   examples?: readonly string[];
   /** Runs without a server (login reads its own --url/--api-key). */
   local?: boolean;
+  /** Its own --help text, for a command that takes none of the usual options (serve). */
+  help?: () => string;
   /** The exit status (0 when nothing is returned). */
   run(ctx: Context): Promise<number | void>;
 }

@@ -46,7 +46,7 @@ export async function runCli(argv: readonly string[], io: Io): Promise<number> {
   }
   const command = found.command;
   if (wantsHelp || isHelp(argv[0])) {
-    io.stdout.write(commandHelp(command));
+    io.stdout.write(command.help?.() ?? commandHelp(command));
     return EXIT.ok;
   }
 

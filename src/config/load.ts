@@ -3,6 +3,7 @@ import { nearestName } from '../domain/index.ts';
 import { SETTINGS, type Config, type SettingSpec } from './schema.ts';
 
 const SETTING_KEYS: readonly string[] = SETTINGS.map((s) => s.key);
+const FLAGS: readonly string[] = ['--config', ...SETTINGS.map((s) => s.flag)];
 
 export class ConfigError extends Error {
   readonly problems: string[];
@@ -44,7 +45,9 @@ export function loadConfig(sources: LoadSources = {}): Config {
     out[spec.key] = raw === undefined ? spec.default : coerce(spec, raw, origin, problems);
   }
   for (const flag of flags.keys()) {
-    if (flag !== '--config' && !SETTINGS.some((s) => s.flag === flag)) problems.push(`unknown flag ${flag}`);
+    if (FLAGS.includes(flag)) continue;
+    const near = nearestName(flag, FLAGS);
+    problems.push(`unknown flag ${flag}${near ? ` (did you mean ${near}?)` : ''}`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(out) as Config;
@@ -64,12 +67,14 @@ function parseFlags(argv: readonly string[], problems: string[]): Map<string, st
     } else {
       const spec = SETTINGS.find((s) => s.flag === arg);
       const next = argv[i + 1];
-      if (spec?.kind === 'bool' && (next === undefined || next.startsWith('--'))) flags.set(arg, 'true');
-      else if (next === undefined) problems.push(`${arg} needs a value`);
-      else {
-        flags.set(arg, next);
-        i++;
-      }
+      // The next flag is never a value (`--port --host x` lacks a port; `--port=--x` gives one that looks like a flag).
+      const value = next === undefined || next.startsWith('--') ? undefined : next;
+      if (value !== undefined) i++;
+      if (spec?.kind === 'bool' && value === undefined) flags.set(arg, 'true');
+      // An unknown flag (reported by loadConfig) takes the value that follows it, if any, so that `--bogus --port 1`
+      // and `--bogus x --port 1` are one mistake each, not also an "unexpected argument".
+      else if (value === undefined && (spec || arg === '--config')) problems.push(`${arg} needs a value`);
+      else flags.set(arg, value ?? '');
     }
   }
   return flags;

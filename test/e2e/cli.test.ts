@@ -330,5 +330,7 @@ describe('--help', () => {
     expect(helpCmd.stdout).toMatch(/^wharf run — /);
     expect(helpCmd.stdout).toContain('--max-wait <duration>');
     for (const s of SETTINGS) expect(serve.stdout).toContain(s.flag);
+    expect(serve.stdout).toContain('WHARF_CONFIG');
+    expect(serve.stdout).toBe((await runCli(['help', 'serve'])).stdout);
   });
 });

@@ -35,6 +35,16 @@ describe('wharf --help', () => {
     expect((await run(['help', ...name.split(' ')])).stdout).toBe(res.stdout);
   });
 
+  it('wharf help serve is wharf serve --help: the server settings, --config among them, no client options', async () => {
+    const res = await run(['help', 'serve']);
+    expect(res).toMatchObject({ code: 0, stderr: '' });
+    expect(res.stdout).toMatch(/^wharf serve — /);
+    expect(res.stdout).toMatch(/--config <file> +WHARF_CONFIG +JSON config file/);
+    expect(res.stdout).toContain('--port');
+    for (const option of ['--json', '--no-color', '--api-key', '--url']) expect(res.stdout).not.toContain(option);
+    expect((await run(['serve', '--help'])).stdout).toBe(res.stdout);
+  });
+
   it('documents every option of every command', async () => {
     for (const command of COMMANDS.values()) {
       if (command.name === 'serve') continue;

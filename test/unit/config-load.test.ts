@@ -7,7 +7,7 @@ import { join } from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
-import { ConfigError, loadConfig } from '../../src/config/index.ts';
+import { ConfigError, loadConfig, SETTINGS } from '../../src/config/index.ts';
 
 function configFile(content: unknown): string {
   const path = join(mkdtempSync(join(tmpdir(), 'wharf-config-')), 'wharf.json');
@@ -61,5 +61,28 @@ describe('the config file', () => {
       'config file key leaseMs: expected a number, got null',
       'config file key adminKey: expected a string, got number 42',
     ]);
+  });
+});
+
+describe('flags', () => {
+  it('an unknown flag is one mistake, whether a value follows it or not, with the flag it probably meant', () => {
+    expect(problems(['--bogus', '--port', '18460'])).toEqual(['unknown flag --bogus']);
+    expect(problems(['--bogus', 'x', '--port', '18460'])).toEqual(['unknown flag --bogus']);
+    expect(problems(['--prot', '18460', '--examples'])).toEqual(['unknown flag --prot (did you mean --port?)']);
+    expect(problems(['--port', '18460', 'stray'])).toEqual(['unexpected argument stray']);
+  });
+
+  it('a flag followed by another flag has no value, unless it is a boolean', () => {
+    expect(problems(['--port', '--host', '0.0.0.0'])).toEqual(['--port needs a value']);
+    expect(loadConfig({ argv: ['--examples', '--port', '1'], env: {} })).toMatchObject({ examples: true, port: 1 });
+    expect(loadConfig({ argv: ['--admin-key=--starts-with-dashes-0123'], env: {} }).adminKey).toBe(
+      '--starts-with-dashes-0123',
+    );
+  });
+
+  it('name the config file keys: each flag in camelCase (wharf serve --help says so)', () => {
+    for (const s of SETTINGS) {
+      expect(s.flag.slice(2).replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase())).toBe(s.key);
+    }
   });
 });

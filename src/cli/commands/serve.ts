@@ -9,19 +9,39 @@ export const serveCommand: Command = {
   summary: 'Run the server in the foreground (what npm start runs)',
   usage: '[--port 8000] [--host 127.0.0.1] [--data-dir ./.wharf] [--examples] ...',
   local: true,
+  // `wharf help serve` shows what `wharf serve --help` does: the client commands' options are no flags of serve.
+  help: () => serveHelp(),
   run: async () => 2,
 };
+
+/** Every setting with its flag and variable, where they come from, and the GPU type ids --gpus takes. */
+export function serveHelp(): string {
+  const row = (flag: string, env: string, doc: string) => `  ${flag.padEnd(28)} ${env.padEnd(30)} ${doc}`;
+  const lines = SETTINGS.map((s) => row(s.flag, s.env, `${s.doc} (default ${JSON.stringify(s.default)})`));
+  return [
+    'wharf serve — run the server in the foreground',
+    '',
+    'Usage:',
+    `  wharf serve ${serveCommand.usage}`,
+    '',
+    'Each setting comes from its flag, else its WHARF_* variable, else the config file, else its default.',
+    '',
+    'Flags and environment variables:',
+    row(
+      '--config <file>',
+      'WHARF_CONFIG',
+      'JSON config file of settings: keys are the flags in camelCase ({"port": 8000, "leaseMs": 5000}).',
+    ),
+    ...lines,
+    '',
+    gpuTypesHelp(),
+  ].join('\n');
+}
 
 /** `wharf serve`: resolve the server config (flag > env > file > default), start, stop on SIGTERM/SIGINT. */
 export async function serve(argv: string[]): Promise<void> {
   if (argv.includes('--help') || argv.includes('-h')) {
-    const lines = SETTINGS.map(
-      (s) => `  ${s.flag.padEnd(28)} ${s.env.padEnd(30)} ${s.doc} (default ${JSON.stringify(s.default)})`,
-    );
-    process.stdout.write(
-      `wharf serve — run the server in the foreground\n\nFlags and environment variables:\n${lines.join('\n')}\n` +
-        `\n${gpuTypesHelp()}`,
-    );
+    process.stdout.write(serveHelp());
     return;
   }
   // A setting that loadConfig or, before anything is written, startServer refuses: one message, exit 2.
