@@ -159,6 +159,41 @@ describe('templates and endpoints', () => {
     await Promise.all([serverless, pod].map((r) => cli(['template', 'delete', r.json().id])));
   });
 
+  it('lists reach the server whole: two --volume flags are shown, --endpoint a,b is two endpoints', async () => {
+    const volume = async () =>
+      (await cli(['volume', 'create', '--name', uniq('v'), '--size', '1', '--data-center', 'EU-RO-1', '--json'])).json()
+        .id as string;
+    const [tpl, v1, v2] = await Promise.all([
+      cli(['template', 'create', '--name', uniq('lists'), ...ECHO, '--json']),
+      volume(),
+      volume(),
+    ]);
+    const template = tpl.json().id as string;
+    const endpoint = (volumes: string[], json: boolean) =>
+      cli([
+        'endpoint', 'create', '--template', template, '--cpu-flavor', 'cpu3c', '--workers-max', '0',
+        ...volumes.flatMap((v) => ['--volume', v]), ...(json ? ['--json'] : []),
+      ]); // prettier-ignore
+    const [shown, other] = await Promise.all([endpoint([v1, v2], false), endpoint([`${v1},${v2}`], true)]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(new RegExp(`^volume +${v1},${v2}$`, 'm'));
+    const e1 = /^id +(\S+)$/m.exec(shown.stdout)![1]!;
+    const e2 = other.json();
+    expect(e2.networkVolumeIds).toEqual([v1, v2]);
+
+    const key = await cli(['keys', 'create', '--name', 'two', '--scope', 'restricted', '--endpoint', `${e1},${e2.id}`]);
+    expect(key.code, key.stderr).toBe(0);
+    expect(key.stdout).toMatch(new RegExp(`^endpoints +${e1},${e2.id}$`, 'm'));
+
+    await cli(['keys', 'revoke', /^id +(\S+)$/m.exec(key.stdout)![1]!]);
+    await Promise.all([cli(['endpoint', 'delete', e1]), cli(['endpoint', 'delete', e2.id])]);
+    await Promise.all([
+      cli(['template', 'delete', template]),
+      cli(['volume', 'delete', v1]),
+      cli(['volume', 'delete', v2]),
+    ]);
+  });
+
   it('prints tables and key/value blocks for people, coloured only when asked and never with NO_COLOR', async () => {
     const name = uniq('table');
     const template = (await cli(['template', 'create', '--name', name, ...ECHO, '--json'])).json();

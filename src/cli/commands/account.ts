@@ -2,6 +2,7 @@ import { cliConfigPath, removeCliFile, writeCliFile } from '../../config/index.t
 import { isWharfApiError, WharfClient } from '../../sdk/client/index.ts';
 import { UsageError } from '../args.ts';
 import type { Command, Context } from '../context.ts';
+import { listOf } from './body.ts';
 
 /** Enough of a key to recognise it, never enough to use it. */
 export const maskKey = (key: string): string => (key.length <= 12 ? '****' : `${key.slice(0, 10)}…`);
@@ -117,12 +118,18 @@ export const keyCommands: Command[] = [
     options: {
       name: { type: 'string', value: '<name>', doc: 'What the key is for' },
       scope: { type: 'string', value: '<scope>', doc: 'all (default), read (read-only) or restricted' },
-      endpoint: { type: 'string', multiple: true, value: '<id>', doc: 'Endpoint a restricted key may use' },
+      endpoint: {
+        type: 'string',
+        multiple: true,
+        value: '<id>',
+        doc: 'Endpoint a restricted key may use (or a comma-separated list)',
+      },
     },
     examples: ['wharf keys create --name ci --scope restricted --endpoint abc123def456gh'],
     async run(ctx) {
       const scope = ctx.args.oneOf('scope', ['all', 'read', 'restricted'] as const);
-      const endpointIds = ctx.args.list('endpoint');
+      // Repeated, or a comma-separated list, as --gpu and --volume take them.
+      const endpointIds = listOf(ctx, 'endpoint') ?? [];
       const name = ctx.args.required('name');
       const k = await ctx.client().keys.create({
         name,

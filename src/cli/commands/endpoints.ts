@@ -67,7 +67,8 @@ export function printEndpoint(ctx: Context, e: Endpoint): void {
     ['exec timeout', e.executionTimeoutMs === 0 ? 'none (jobs run until their ttl)' : formatMs(e.executionTimeoutMs)],
     ['scaler', `${e.scalerType} ${e.scalerValue}`],
     ['flashboot', e.flashboot],
-    ['volume', e.networkVolumeId],
+    // Several volumes come in networkVolumeIds only (networkVolumeId names one).
+    ['volume', e.networkVolumeIds?.length ? e.networkVolumeIds : e.networkVolumeId],
     ['env', Object.keys(e.env).length ? Object.entries(e.env).map(([k, v]) => `${k}=${v}`) : null],
     ['version', e.version],
     ['created', e.createdAt],
