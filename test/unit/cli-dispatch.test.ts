@@ -113,6 +113,7 @@ describe('usage errors', () => {
     [['run', 'ep', '--timeout', '5 m'], /^wharf: --timeout expects a duration/],
     [['run', 'ep', '--sync', '--wait'], /^wharf: --sync and --wait cannot be used together/],
     [['run', 'ep', '--max-wait', '5s'], /^wharf: --max-wait applies to --sync and --wait only/],
+    [['status', 'ep', 'job', '--max-wait', '5s'], /^wharf: --max-wait applies to --wait only/],
     [['run', 'ep', '--webhook'], /^wharf: --webhook needs a value/],
     [['endpoint', 'create'], /^wharf: --template is required/],
     [['endpoint', 'create', '--template', 't', '--env', 'X'], /^wharf: --env expects KEY=VALUE/],
@@ -123,10 +124,16 @@ describe('usage errors', () => {
     [['template', 'create', '--name', 'n', '--image', 'i', '--start-cmd', '[1]'], /^wharf: --start-cmd must be/],
     [['volume', 'create', '--name', 'v'], /^wharf: --size is required/],
     [['volume', 'update', 'v'], /^wharf: give --name or --size/],
+    [['volume', 'update', 'v', '--name', ''], /^wharf: --name must not be empty/],
     [['registry', 'create', '--name', 'r', '--username', 'u'], /^wharf: give exactly one of --password/],
     [['keys', 'create', '--name', 'x', '--scope', 'god'], /^wharf: --scope must be one of all, read, restricted/],
     [['billing', 'cats'], /^wharf: expected one of endpoints, pods, volumes/],
     [['billing', '--start', 'yesterday'], /^wharf: --start expects a date/],
+    // Date.parse would read these as March 2 and May 1.
+    [['billing', '--start', '2026-02-30'], /^wharf: --start expects a date such as 2025-01-31, got '2026-02-30'/],
+    [['billing', '--end', '2026-04-31T10:00:00Z'], /^wharf: --end expects a date/],
+    [['billing', 'pods', '--endpoint', 'ep'], /^wharf: --endpoint applies to billing endpoints only/],
+    [['billing', 'volumes', '--grouping', 'podId'], /^wharf: --grouping does not apply to volumes/],
     [['logs', 'ep', '--limit', '0'], /^wharf: --limit must be between 1 and 5000/],
   ])('wharf %j', async (argv, message) => {
     const res = await run(argv, env);

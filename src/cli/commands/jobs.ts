@@ -148,6 +148,8 @@ export const statusCommand: Command = {
   async run(ctx) {
     const [endpointId, jobId] = ctx.positionals() as [string, string];
     const maxWait = ctx.args.duration('max-wait');
+    if (maxWait !== undefined && !ctx.args.flag('wait'))
+      throw new UsageError('--max-wait applies to --wait only', 'status');
     let job = await ctx.client().endpoint(endpointId).status(jobId);
     if (!ctx.args.flag('wait')) return printJob(ctx, job, false);
     job = await waitForJob(ctx, endpointId, job, maxWait);

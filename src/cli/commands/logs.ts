@@ -64,6 +64,22 @@ export const logsCommand: Command = {
   },
 };
 
+/**
+ * A date (`2025-01-31`, midnight UTC) or a date-time Date.parse reads, in milliseconds; null when it is neither or
+ * names a day the month does not have: Date.parse reads 2026-02-30 as March 2 without a word.
+ */
+export function parseDate(text: string): number | null {
+  const t = Date.parse(/^\d{4}-\d{2}-\d{2}$/.test(text) ? `${text}T00:00:00Z` : text);
+  if (Number.isNaN(t)) return null;
+  const ymd = /^(\d{4})-(\d{2})-(\d{2})/.exec(text);
+  if (ymd) {
+    const [year, month, day] = ymd.slice(1).map(Number) as [number, number, number];
+    const date = new Date(Date.UTC(year, month - 1, day));
+    if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return null;
+  }
+  return t;
+}
+
 const KINDS = ['endpoints', 'pods', 'volumes'] as const;
 const GROUP_HEADERS = { endpointId: 'ENDPOINT', podId: 'POD', gpuTypeId: 'GPU TYPE' } as const;
 
@@ -87,11 +103,16 @@ export const billingCommand: Command = {
     const kind = (ctx.positionals()[0] ?? 'endpoints') as (typeof KINDS)[number];
     if (!KINDS.includes(kind)) throw new UsageError(`expected one of ${KINDS.join(', ')}, got '${kind}'`, 'billing');
     const a = ctx.args;
+    if (kind !== 'endpoints' && a.has('endpoint')) {
+      throw new UsageError('--endpoint applies to billing endpoints only', 'billing');
+    }
+    if (kind === 'volumes' && a.has('grouping'))
+      throw new UsageError('--grouping does not apply to volumes', 'billing');
     const time = (name: string): string | undefined => {
       const v = a.string(name);
       if (v === undefined) return undefined;
-      const t = Date.parse(/^\d{4}-\d{2}-\d{2}$/.test(v) ? `${v}T00:00:00Z` : v);
-      if (Number.isNaN(t)) throw new UsageError(`--${name} expects a date such as 2025-01-31, got '${v}'`, 'billing');
+      const t = parseDate(v);
+      if (t === null) throw new UsageError(`--${name} expects a date such as 2025-01-31, got '${v}'`, 'billing');
       return new Date(t).toISOString();
     };
     const window = {

@@ -69,9 +69,13 @@ export const volumeCommands: Command[] = [
       const name = ctx.args.string('name');
       const size = ctx.args.int('size', { min: 0 });
       if (name === undefined && size === undefined) throw new UsageError('give --name or --size', ctx.command.name);
+      if (name?.trim() === '') throw new UsageError('--name must not be empty', ctx.command.name);
       printVolume(
         ctx,
-        await volumes(ctx).update(id, { ...(name ? { name } : {}), ...(size !== undefined ? { size } : {}) }),
+        await volumes(ctx).update(id, {
+          ...(name !== undefined ? { name } : {}),
+          ...(size !== undefined ? { size } : {}),
+        }),
       );
     },
   },
