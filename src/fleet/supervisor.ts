@@ -759,6 +759,7 @@ export class Supervisor {
     for (const w of await this.d.store.listWorkers()) {
       if (w.managed && !this.managed.has(w.id) && w.state === 'unhealthy' && now - w.lastSeenAt > DEAD_RECORD_KEEP_MS) {
         await this.d.store.deleteWorker(w.id);
+        this.d.gateway.forget(w.id); // as stopWorker does: the gateway's per-worker memory would grow by one per crash
       }
     }
   }
