@@ -337,7 +337,7 @@ export const SETTINGS = [
     default: 120_000,
     min: 1000,
     max: 3_600_000,
-    doc: 'A started worker that has not called in by then is replaced.',
+    doc: 'A started worker that has not called in this long after its executor start returned (an image pull does not count) is replaced.',
   },
   {
     key: 'scaleIntervalMs',
