@@ -297,14 +297,15 @@ describe.skipIf(!HAS_CHROMIUM)('web console', () => {
     await shot('billing');
   });
 
-  it('detaches a network volume (None), after which the volume can be deleted', async () => {
+  it('detaches a network volume (unchecked), after which the volume can be deleted', async () => {
     const volume = (
       await fleet.api('POST', '/v1/networkvolumes', { name: 'scratch', size: 5, dataCenterId: 'EU-RO-1' })
     ).json.id;
     const id = await fleet.endpoint({ name: 'with-volume', workersMax: 0, networkVolumeId: volume });
     const form = await settings(id);
-    expect(await form.getByLabel('Network volume').inputValue()).toBe(volume);
-    await form.getByLabel('Network volume').selectOption({ label: 'None' });
+    const box = form.getByRole('checkbox', { name: /^scratch / });
+    expect(await box.isChecked()).toBe(true);
+    await box.uncheck();
     await form.getByRole('button', { name: 'Save settings' }).click();
     await expect.poll(async () => (await endpointJson(id)).networkVolumeId ?? null).toBeNull();
     // Saved again as it is: no volume on either side, nothing to send.
@@ -312,6 +313,59 @@ describe.skipIf(!HAS_CHROMIUM)('web console', () => {
     await form.getByRole('button', { name: 'Save settings' }).click();
     await page.getByRole('status').filter({ hasText: 'Nothing changed.' }).waitFor();
     expect((await fleet.api('DELETE', `/v1/networkvolumes/${volume}`)).status).toBe(204);
+  });
+
+  it('shows and edits every volume attached through networkVolumeIds; an untouched form sends nothing', async () => {
+    const make = async (name: string): Promise<string> =>
+      (await fleet.api('POST', '/v1/networkvolumes', { name, size: 5, dataCenterId: 'EU-RO-1' })).json.id;
+    const [a, b, c] = [await make('vol-a'), await make('vol-b'), await make('vol-c')];
+    // As the API and GraphQL attach several: networkVolumeId is left empty.
+    const id = await fleet.endpoint({ name: 'with-volumes', workersMax: 0, networkVolumeIds: [a, b] });
+    /** Every volume the endpoint has, in the order the supervisor looks at them (it mounts the first). */
+    const attached = async () => {
+      const e = await endpointJson(id);
+      return [...new Set([e.networkVolumeId, ...e.networkVolumeIds].filter(Boolean))];
+    };
+    const box = (form: Locator, name: string) => form.getByRole('checkbox', { name: new RegExp(`^${name} `) });
+    let form = await settings(id);
+    expect(await box(form, 'vol-a').isChecked()).toBe(true);
+    expect(await box(form, 'vol-b').isChecked()).toBe(true);
+    expect(await box(form, 'vol-c').isChecked()).toBe(false);
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('status').filter({ hasText: 'Nothing changed.' }).waitFor();
+
+    // Detach one of the two: the other stays.
+    await box(form, 'vol-b').uncheck();
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(attached).toEqual([a]);
+    await page.getByRole('status').filter({ hasText: 'Settings saved.' }).waitFor();
+    form = await settings(id);
+    expect(await box(form, 'vol-a').isChecked()).toBe(true);
+    expect(await box(form, 'vol-b').isChecked()).toBe(false);
+
+    // Swap it for another, then detach everything: nothing is left attached behind the form's back.
+    await box(form, 'vol-a').uncheck();
+    await box(form, 'vol-c').check();
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(attached).toEqual([c]);
+    form = await settings(id);
+    await box(form, 'vol-c').uncheck();
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(attached).toEqual([]);
+
+    // One in each field: both shown, and the hint names the one workers mount (networkVolumeId's).
+    await fleet.api('PATCH', `/v1/endpoints/${id}`, { networkVolumeId: a, networkVolumeIds: [b] });
+    form = await settings(id);
+    expect(await box(form, 'vol-a').isChecked()).toBe(true);
+    expect(await box(form, 'vol-b').isChecked()).toBe(true);
+    expect(await form.textContent()).toContain('Workers mount only the first attached: vol-a.');
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('status').filter({ hasText: 'Nothing changed.' }).waitFor();
+    await box(form, 'vol-a').uncheck();
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(attached).toEqual([b]);
+    await fleet.api('PATCH', `/v1/endpoints/${id}`, { networkVolumeId: '', networkVolumeIds: [] });
+    for (const v of [a, b, c]) expect((await fleet.api('DELETE', `/v1/networkvolumes/${v}`)).status).toBe(204);
   });
 
   it('removes the registry credentials of a template (None), after which they can be deleted', async () => {

@@ -21,7 +21,8 @@ interface Values {
   scalerValue: string;
   executionTimeoutS: string;
   flashboot: boolean;
-  networkVolumeId: string;
+  /** Every attached volume, the one workers mount first (see attachedVolumes). */
+  volumeIds: string[];
   env: string;
 }
 
@@ -45,9 +46,19 @@ function initial(e: EndpointView | undefined, templates: readonly TemplateView[]
     scalerValue: String(e?.scalerValue ?? d.scalerValue),
     executionTimeoutS: seconds(e?.executionTimeoutMs ?? d.executionTimeoutMs),
     flashboot: e?.flashboot ?? d.flashboot,
-    networkVolumeId: e?.networkVolumeId ?? '',
+    volumeIds: attachedVolumes(e ?? {}),
     env: formatEnv(e?.env),
   };
+}
+
+/**
+ * The volumes an endpoint has: networkVolumeId and networkVolumeIds are stored apart (the API and GraphQL attach
+ * several through the list), and the supervisor mounts `networkVolumeId ?? networkVolumeIds[0]`, so that one comes
+ * first. Showing only networkVolumeId read "None" for the list's volumes, and saving could not detach them.
+ */
+function attachedVolumes(e: { networkVolumeId?: unknown; networkVolumeIds?: unknown }): string[] {
+  const ids = [e.networkVolumeId, ...(Array.isArray(e.networkVolumeIds) ? e.networkVolumeIds : [])];
+  return [...new Set(ids.filter((id): id is string => typeof id === 'string' && id !== ''))];
 }
 
 /** Bounds of spec/rest-v1.openapi.json (src/http/rest/schemas.ts); the server checks them again. */
@@ -110,9 +121,10 @@ function validate(v: Values, creating: boolean): { errors: Errors; body: Record<
   if (t.error) errors.executionTimeoutS = t.error;
   else body['executionTimeoutMs'] = t.value;
   body['flashboot'] = v.flashboot;
-  // Always sent: left out, "None" would keep the volume attached (a PATCH keeps what it is not given). The
-  // server reads "" as no volume.
-  body['networkVolumeId'] = v.networkVolumeId;
+  // Both fields, so that together they say exactly what is attached (a PATCH keeps what it is not given): one volume
+  // in networkVolumeId, as the CLI sends it, several in networkVolumeIds; the server reads "" as no volume.
+  body['networkVolumeId'] = v.volumeIds.length === 1 ? v.volumeIds[0] : '';
+  body['networkVolumeIds'] = v.volumeIds.length > 1 ? v.volumeIds : [];
   const env = parseEnv(v.env);
   if ('error' in env) errors.env = env.error;
   else body['env'] = env.env;
@@ -123,12 +135,25 @@ function validate(v: Values, creating: boolean): { errors: Errors; body: Record<
 function changes(body: Record<string, unknown>, before: EndpointView): Record<string, unknown> {
   // "" is the form's "none" (no network volume): the same as a field the endpoint does not have.
   const plain = (x: unknown) => JSON.stringify(x === '' || x === undefined ? null : x);
+  // The same volumes, held the other way (several given as networkVolumeIds, or one in both fields), are no change.
+  const sameVolumes = plain(attachedVolumes(body)) === plain(attachedVolumes(before));
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(body)) {
+    if (sameVolumes && (k === 'networkVolumeId' || k === 'networkVolumeIds')) continue;
     const old = (before as unknown as Record<string, unknown>)[k];
     if (plain(old) !== plain(v)) out[k] = v;
   }
   return out;
+}
+
+/** What the volume checklist means, as checked now: the supervisor mounts only the first attached volume. */
+function volumeHint(ids: readonly string[], volumes: readonly VolumeView[]): string {
+  if (ids.length === 0) {
+    return volumes.length === 0 ? 'None: create one under Network volumes first.' : 'None attached.';
+  }
+  if (ids.length === 1) return 'Every worker mounts it.';
+  const first = volumes.find((v) => v.id === ids[0])?.name ?? ids[0];
+  return `Workers mount only the first attached: ${first}.`;
 }
 
 export function EndpointForm({
@@ -153,6 +178,14 @@ export function EndpointForm({
   const [errors, setErrors] = useState<Errors>({});
   const [nothing, setNothing] = useState(false);
   const formRef = useRef<HTMLFormElement>(null);
+  // An attached id the volume list lacks (a list read before the volume was made) still shows, to be detached.
+  const listed = new Set(volumes.map((v) => v.id));
+  const volumeChoices = [
+    ...volumes.map((v) => ({ id: v.id, label: `${v.name} (${v.size} GB, ${v.dataCenterId})` })),
+    ...attachedVolumes(endpoint ?? {})
+      .filter((id) => !listed.has(id))
+      .map((id) => ({ id, label: id })),
+  ];
   const set = <K extends keyof Values>(key: K, value: Values[K]) => {
     setValues((v) => ({ ...v, [key]: value }));
     setNothing(false);
@@ -281,23 +314,6 @@ export function EndpointForm({
           inputMode: 'decimal',
           hint: 'Per job; 0 = no limit. Up to 3 decimals (milliseconds).',
         })}
-        <Field label="Network volume">
-          {(props) => (
-            <select
-              {...props}
-              name="networkVolumeId"
-              value={values.networkVolumeId}
-              onChange={(e) => set('networkVolumeId', e.target.value)}
-            >
-              <option value="">None</option>
-              {volumes.map((v) => (
-                <option key={v.id} value={v.id}>
-                  {v.name} ({v.size} GB, {v.dataCenterId})
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
         <div className="field field-check">
           <label>
             <input
@@ -335,6 +351,33 @@ export function EndpointForm({
           </div>
         </fieldset>
       ) : null}
+      <fieldset className="field network-volumes" aria-describedby="network-volumes-hint">
+        <legend>Network volumes</legend>
+        <small id="network-volumes-hint" className="hint">
+          {volumeHint(values.volumeIds, volumes)}
+        </small>
+        {volumeChoices.length > 0 ? (
+          <div className="checklist">
+            {volumeChoices.map((v) => (
+              <label key={v.id}>
+                <input
+                  type="checkbox"
+                  name="volumeIds"
+                  value={v.id}
+                  checked={values.volumeIds.includes(v.id)}
+                  onChange={(e) =>
+                    set(
+                      'volumeIds',
+                      e.target.checked ? [...values.volumeIds, v.id] : values.volumeIds.filter((x) => x !== v.id),
+                    )
+                  }
+                />{' '}
+                {v.label}
+              </label>
+            ))}
+          </div>
+        ) : null}
+      </fieldset>
       <Field label="Environment" hint="One NAME=value per line; added to the template's." error={errors.env}>
         {(props) => (
           <textarea
