@@ -231,14 +231,19 @@ const TEMPLATE_WORKER_SHAPING = [
   'containerRegistryAuthId',
 ] as const satisfies ReadonlyArray<keyof Template>;
 
+/** Whether any of `fields` differs between the two records (values compared as JSON: lists and env maps too). */
+function anyChanged<T>(before: T, after: T, fields: ReadonlyArray<keyof T>): boolean {
+  return fields.some((field) => JSON.stringify(before[field]) !== JSON.stringify(after[field]));
+}
+
 /** Whether a template change outdates the workers made from it (a rename or a readme edit does not). */
 export function templateVersionChanged(before: Template, after: Template): boolean {
-  return TEMPLATE_WORKER_SHAPING.some((field) => JSON.stringify(before[field]) !== JSON.stringify(after[field]));
+  return anyChanged(before, after, TEMPLATE_WORKER_SHAPING);
 }
 
 /** Whether the change outdates the running workers (see WORKER_SHAPING). */
 export function endpointVersionChanged(before: Endpoint, after: Endpoint): boolean {
-  return WORKER_SHAPING.some((field) => JSON.stringify(before[field]) !== JSON.stringify(after[field]));
+  return anyChanged(before, after, WORKER_SHAPING);
 }
 
 /** Validation rules the schema cannot express. Returns the offending field and why, or null. */
