@@ -1,5 +1,5 @@
 import { LIMITS, type WorkerResult } from '../domain/index.ts';
-import { compactJson, jsonTooDeep, memberText, members, nonFiniteAsNull, TOO_DEEP } from '../domain/json.ts';
+import { compactJson, jsonTooDeep, members, nonFiniteAsNull, TOO_DEEP } from '../domain/json.ts';
 import { WharfError } from '../errors/index.ts';
 
 /**
@@ -10,7 +10,7 @@ export type WorkerPost = { kind: 'progress'; outputJson: string } | { kind: 'fin
 
 /**
  * A worker's JSON body: `body` for reading its members, `text` the JSON text it was parsed from (NaN and Infinity
- * written as null), for storing members as the worker wrote them (domain/json.ts memberText).
+ * written as null), for storing members as the worker wrote them (domain/json.ts members).
  */
 export function parseWorkerJson(raw: string): { body: Record<string, unknown>; text: string } {
   if (jsonTooDeep(raw)) throw new WharfError('VALIDATION_FAILED', { reason: TOO_DEEP });
@@ -41,16 +41,18 @@ export function parseWorkerJson(raw: string): { body: Record<string, unknown>; t
 /** A job-done body: progress when status is IN_PROGRESS, else final; FAILED iff `error` is truthy. */
 export function classifyDone(raw: string): WorkerPost {
   const { body, text } = parseWorkerJson(raw);
+  // Output and error as the worker wrote them, from one scan of the body.
+  const sent = members(text);
   if (body['status'] === 'IN_PROGRESS') {
-    return { kind: 'progress', outputJson: memberText(text, 'output') ?? 'null' };
+    return { kind: 'progress', outputJson: sent.get('output') ?? 'null' };
   }
   const failed = Boolean(body['error']);
   return {
     kind: 'final',
     result: {
       status: failed ? 'FAILED' : 'COMPLETED',
-      outputJson: 'output' in body ? (memberText(text, 'output') ?? 'null') : null,
-      errorJson: failed ? (memberText(text, 'error') ?? 'null') : null,
+      outputJson: 'output' in body ? (sent.get('output') ?? 'null') : null,
+      errorJson: failed ? (sent.get('error') ?? 'null') : null,
       stopPod: body['stopPod'] === true,
     },
   };
