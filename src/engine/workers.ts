@@ -422,7 +422,8 @@ export class WorkerGateway implements TakeHandOff {
 
   async retire(worker: WorkerRecord, reason: string): Promise<void> {
     const now = this.clock.now();
-    await this.store.touchWorker(worker.id, now, { retired: true, reason });
+    // Not a sign of life: an operator's stop of a silent worker must not renew its lease.
+    await this.store.markWorker(worker.id, now, { retired: true, reason });
     const updated = { ...worker, retired: true, retiredAt: now, reason };
     for (const l of this.onRetire) {
       try {

@@ -380,7 +380,7 @@ export class Supervisor {
     }
     // Outdated workers, busy or starting, take no new job from now on; the pass that sees one without jobs stops it.
     for (const r of decision.retire) {
-      await this.d.store.touchWorker(r.workerId, now, { retired: true, reason: `${r.reason}: finishing its jobs` });
+      await this.d.store.markWorker(r.workerId, now, { retired: true, reason: `${r.reason}: finishing its jobs` });
     }
   }
 
@@ -666,7 +666,7 @@ export class Supervisor {
     if (how.ifIdle === true) {
       let busy: boolean;
       try {
-        await this.d.store.touchWorker(m.id, this.d.clock.now(), { retired: true, reason });
+        await this.d.store.markWorker(m.id, this.d.clock.now(), { retired: true, reason });
         // Retired first: a take cannot hand it a job after this read (store takeJobs reads the flag in its write).
         busy = (await this.d.store.workerJobIds(m.id)).length > 0;
       } catch (error) {
@@ -679,7 +679,7 @@ export class Supervisor {
       }
     }
     try {
-      if (how.ifIdle !== true) await this.d.store.touchWorker(m.id, this.d.clock.now(), { retired: true, reason });
+      if (how.ifIdle !== true) await this.d.store.markWorker(m.id, this.d.clock.now(), { retired: true, reason });
       // Still starting: the process exists once the executor's start settles (its GPUs stay held until then).
       if (m.launching) await m.launching;
       await m.handle?.stop({ graceMs: this.o.graceMs, keep: reason === 'idle-timeout' });

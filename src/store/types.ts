@@ -188,6 +188,16 @@ export interface JobStore {
     now: number,
     patch?: { state?: WorkerState; reason?: string | null; retired?: boolean },
   ): Promise<void>;
+  /**
+   * Change a worker's state, reason or retired flag without renewing its lease: the server's doing (a retirement, a
+   * stop), not a sign of life. A starting worker whose lease moved would count as up, and a silent one's jobs would
+   * wait a lease longer to go back to the queue. `now` stamps a retirement.
+   */
+  markWorker(
+    workerId: string,
+    now: number,
+    patch: { state?: WorkerState; reason?: string | null; retired?: boolean },
+  ): Promise<void>;
   /** Running jobs per worker of an endpoint (workers holding none are absent). */
   runningByWorker(endpointId: string): Promise<Record<string, number>>;
   /**

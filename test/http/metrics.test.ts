@@ -253,4 +253,32 @@ describe('cold starts', () => {
       await closeFleet(fleet);
     }
   });
+
+  it('does not count a worker retired while it was still starting (a rolling update) as started', async () => {
+    const fleet = await startFleet({ metricsAuth: false });
+    try {
+      // The worker never calls in: it stays initializing until the endpoint changes and retires it.
+      const hanging = ['node', '-e', 'setInterval(() => {}, 1000)'];
+      const ep = await fleet.endpoint({ workersMin: 1, idleTimeout: 60 }, { dockerStartCmd: hanging });
+      await waitUntil(
+        () => fleet.pids().length === 1,
+        10_000,
+        () => 'the first worker to start',
+      );
+      const [first] = fleet.pids();
+      expect((await fleet.api('PATCH', `/v1/endpoints/${ep}`, { env: { MODEL: 'v2' } })).status).toBe(200);
+      await waitUntil(
+        () => fleet.pids().length === 1 && !fleet.pids().includes(first!),
+        10_000,
+        () => `the outdated starting worker to be replaced (pids ${fleet.pids().join(', ')})`,
+      );
+      await new Promise((r) => setTimeout(r, 300)); // a few more passes
+      const text = (await request(`${fleet.url}/metrics`, 'GET')).text;
+      expect(sample(text, 'wharf_worker_cold_start_seconds_count', { endpoint: ep })).toBeUndefined();
+      // Nor does /health call either worker up.
+      expect((await fleet.health(ep)).workers).toMatchObject({ idle: 0, ready: 0, initializing: 1 });
+    } finally {
+      await closeFleet(fleet);
+    }
+  });
 });

@@ -585,6 +585,19 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(await store.getWorker('w1')).toMatchObject({ retired: false, retiredAt: null });
       });
 
+      it('marks a worker retired or unhealthy without renewing its lease', async () => {
+        await store.upsertWorker(worker('w1', ep, { lastSeenAt: T0 }));
+        await store.markWorker('w1', T0 + 100, { retired: true, reason: 'rolling-update' });
+        expect(await store.getWorker('w1')).toMatchObject({
+          lastSeenAt: T0,
+          retired: true,
+          retiredAt: T0 + 100,
+          reason: 'rolling-update',
+        });
+        await store.markWorker('w1', T0 + 200, { state: 'unhealthy' });
+        expect(await store.getWorker('w1')).toMatchObject({ lastSeenAt: T0, state: 'unhealthy', retiredAt: T0 + 100 });
+      });
+
       it('takes over an abandoned worker id only while the record is as judged, with its stop orders', async () => {
         const other = `${ep}-other`;
         await store.upsertWorker(worker('w1', other, { lastSeenAt: T0 }));

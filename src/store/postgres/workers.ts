@@ -1,3 +1,4 @@
+import type { WorkerState } from '../../domain/index.ts';
 import type { JobStore } from '../types.ts';
 import type { Db } from './db.ts';
 import { toWorker, type WorkerRow } from './rows.ts';
@@ -10,10 +11,29 @@ type WorkerVerbs = Pick<
   | 'findWorkerByKeyHash'
   | 'listWorkers'
   | 'touchWorker'
+  | 'markWorker'
   | 'deleteWorker'
 >;
 
 export function workerVerbs(db: Db): WorkerVerbs {
+  /** `renew` false: the patch only (markWorker), the lease stays where it is. */
+  const updateWorker = async (
+    id: string,
+    now: number,
+    patch: { state?: WorkerState; reason?: string | null; retired?: boolean },
+    renew: boolean,
+  ): Promise<void> => {
+    // GREATEST: pings handled out of order by two nodes never move the lease backwards.
+    await db.query(
+      `UPDATE workers SET last_seen_at = CASE WHEN $7::boolean THEN GREATEST(last_seen_at, $1) ELSE last_seen_at END,
+         state = COALESCE($2::text, state),
+         reason = CASE WHEN $3::boolean THEN $4::text ELSE reason END,
+         retired = COALESCE($5::boolean, retired),
+         retired_at = CASE $5::boolean WHEN TRUE THEN $1 WHEN FALSE THEN NULL ELSE retired_at END
+       WHERE id = $6`,
+      [now, patch.state ?? null, patch.reason !== undefined, patch.reason ?? null, patch.retired ?? null, id, renew],
+    );
+  };
   return {
     async upsertWorker(w) {
       await db.query(
@@ -80,17 +100,12 @@ export function workerVerbs(db: Db): WorkerVerbs {
       return rows.map(toWorker);
     },
 
-    async touchWorker(id, now, patch = {}) {
-      // GREATEST: pings handled out of order by two nodes never move the lease backwards.
-      await db.query(
-        `UPDATE workers SET last_seen_at = GREATEST(last_seen_at, $1),
-           state = COALESCE($2::text, state),
-           reason = CASE WHEN $3::boolean THEN $4::text ELSE reason END,
-           retired = COALESCE($5::boolean, retired),
-           retired_at = CASE $5::boolean WHEN TRUE THEN $1 WHEN FALSE THEN NULL ELSE retired_at END
-         WHERE id = $6`,
-        [now, patch.state ?? null, patch.reason !== undefined, patch.reason ?? null, patch.retired ?? null, id],
-      );
+    touchWorker(id, now, patch = {}) {
+      return updateWorker(id, now, patch, true);
+    },
+
+    markWorker(id, now, patch) {
+      return updateWorker(id, now, patch, false);
     },
 
     deleteWorker(id) {

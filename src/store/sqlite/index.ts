@@ -221,6 +221,9 @@ class SqliteStore implements Store {
   ) {
     return this.softWrite(() => this.workers.touch(workerId, now, patch));
   }
+  markWorker(workerId: string, now: number, patch: { state?: WorkerState; reason?: string | null; retired?: boolean }) {
+    return this.write(() => this.workers.touch(workerId, now, patch, false));
+  }
   async runningByWorker(endpointId: string) {
     return this.jobs.runningByWorker(endpointId);
   }

@@ -94,7 +94,13 @@ export class SqliteWorkers {
     return rows.map(toWorker);
   }
 
-  touch(id: string, now: number, patch: { state?: WorkerState; reason?: string | null; retired?: boolean } = {}): void {
+  /** `renew` false: the patch only (markWorker), the lease stays where it is. */
+  touch(
+    id: string,
+    now: number,
+    patch: { state?: WorkerState; reason?: string | null; retired?: boolean } = {},
+    renew = true,
+  ): void {
     this.cache.delete(id);
     this.q(
       `UPDATE workers SET last_seen_at = MAX(last_seen_at, ?),
@@ -104,7 +110,7 @@ export class SqliteWorkers {
          retired_at = CASE ? WHEN 1 THEN ? WHEN 0 THEN NULL ELSE retired_at END
        WHERE id = ?`,
     ).run(
-      now,
+      renew ? now : 0,
       patch.state ?? null,
       patch.reason !== undefined ? 1 : 0,
       patch.reason ?? null,
