@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { ConfigError, type Config } from '../config/index.ts';
 import { DEFAULT_PRICES, parsePrices, type PriceTable } from '../domain/index.ts';
 import { decodeSecretKey } from '../engine/index.ts';
-import { parseDeclaredGpus, type Gpu } from '../fleet/index.ts';
+import { isCudaVersion, parseDeclaredGpus, type Gpu } from '../fleet/index.ts';
 import { parseRateLimitOverrides } from '../http/index.ts';
 
 /** What checkServerConfig read from the settings it checked, so that startServer does not read them again. */
@@ -31,6 +31,9 @@ export function checkServerConfig(config: Config): CheckedConfig {
     }
   };
   const gpus = config.gpus === 'auto' ? 'auto' : check('--gpus / WHARF_GPUS', () => parseDeclaredGpus(config.gpus), []);
+  if (config.cudaVersion !== null && !isCudaVersion(config.cudaVersion)) {
+    problems.push(`--cuda-version / WHARF_CUDA_VERSION must be a version like 12.4, got '${config.cudaVersion}'`);
+  }
   const prices = config.prices
     ? check(`--prices / WHARF_PRICES file ${config.prices}`, () => readPrices(config.prices!), DEFAULT_PRICES)
     : DEFAULT_PRICES;

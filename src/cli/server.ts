@@ -17,6 +17,7 @@ import {
   type Clock,
 } from '../engine/index.ts';
 import {
+  discoverCudaVersion,
   discoverGpus,
   FleetStatusShare,
   GpuInventory,
@@ -215,6 +216,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   if (executor) {
     const inventory = new GpuInventory(await gpuList(checked.gpus, (m) => app.log.warn(m)), {
       dataCenterId: config.dataCenterId,
+      cudaVersion: config.cudaVersion ?? (checked.gpus === 'auto' ? await discoverCudaVersion() : null),
     });
     supervisor = new Supervisor(
       { store, engine, gateway: workers, accounts, executor, inventory, logs, clock, registryAuths },

@@ -330,6 +330,14 @@ export const SETTINGS = [
     doc: "This node's data center, matched against endpoints' dataCenterIds.",
   },
   {
+    key: 'cudaVersion',
+    flag: '--cuda-version',
+    env: 'WHARF_CUDA_VERSION',
+    kind: 'string',
+    default: null,
+    doc: "The CUDA version this machine's GPU driver supports, like `12.4`, matched against endpoints' allowedCudaVersions and minCudaVersion (default: what nvidia-smi says with `--gpus auto`; unknown with declared GPUs, and then not checked).",
+  },
+  {
     key: 'workerInitTimeoutMs',
     flag: '--worker-init-timeout-ms',
     env: 'WHARF_WORKER_INIT_TIMEOUT_MS',

@@ -2,6 +2,7 @@
  * Account resources: users, API keys, templates and endpoints, with the REST v1 defaults
  * (spec/rest-v1.openapi.json). Pure data and rules; the store persists them as documents.
  */
+import { CUDA_VERSIONS } from './enums.ts';
 import type { ServerlessDiscount } from './storage.ts';
 
 export type KeyScope = 'all' | 'read' | 'restricted';
@@ -179,6 +180,11 @@ export const TEMPLATE_DEFAULTS = {
  */
 export function allowsAnyDataCenter(dataCenterIds: readonly string[]): boolean {
   return dataCenterIds.length === 0 || DATA_CENTER_IDS.every((dc) => dataCenterIds.includes(dc));
+}
+
+/** The same for allowedCudaVersions: every known version named ("select all") allows a driver newer than them too. */
+export function allowsAnyCudaVersion(versions: readonly string[]): boolean {
+  return versions.length === 0 || CUDA_VERSIONS.every((v) => versions.includes(v));
 }
 
 /** GB of memory per vCPU of a CPU flavor's family: `c` compute-optimised, `g` general purpose. */

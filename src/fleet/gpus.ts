@@ -5,6 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { allowsAnyDataCenter, nearestName } from '../domain/index.ts';
+import { cudaRefusal, type CudaLimits } from './cuda.ts';
 
 export interface Gpu {
   index: string;
@@ -202,7 +203,7 @@ export function parseDeclaredGpus(spec: string): Gpu[] {
   return gpus;
 }
 
-export interface GpuRequest {
+export interface GpuRequest extends CudaLimits {
   count: number;
   /** Priority order; empty = any type. */
   acceptableTypes: string[];
@@ -222,10 +223,13 @@ interface Slot {
 
 export class GpuInventory {
   readonly dataCenterId: string;
+  /** The CUDA version the GPU driver supports (nvidia-smi, or configured); null = unknown, CUDA limits not applied. */
+  readonly cudaVersion: string | null;
   private readonly slots: Slot[];
 
-  constructor(gpus: Gpu[], opts: { dataCenterId: string }) {
+  constructor(gpus: Gpu[], opts: { dataCenterId: string; cudaVersion?: string | null }) {
     this.dataCenterId = opts.dataCenterId;
+    this.cudaVersion = opts.cudaVersion ?? null;
     this.slots = gpus.map((gpu) => ({ gpu, typeId: matchGpuType(gpu.name) ?? gpu.name, workerId: null }));
   }
 
@@ -256,7 +260,7 @@ export class GpuInventory {
    */
   capacityFor(request: GpuRequest, ifFreed: ReadonlySet<string> = new Set()): number {
     if (request.count <= 0) return Infinity;
-    if (!this.dataCenterMatches(request)) return 0;
+    if (!this.dataCenterMatches(request) || cudaRefusal(this.cudaVersion, request) !== null) return 0;
     const free = (s: Slot): boolean => s.workerId === null || ifFreed.has(s.workerId);
     let n = 0;
     for (const typeId of this.candidateTypes(request)) {
@@ -273,6 +277,7 @@ export class GpuInventory {
 
   describe(): {
     dataCenterId: string;
+    cudaVersion: string | null;
     gpus: Array<{
       index: string;
       name: string;
@@ -284,6 +289,7 @@ export class GpuInventory {
   } {
     return {
       dataCenterId: this.dataCenterId,
+      cudaVersion: this.cudaVersion,
       gpus: this.slots.map((s) => ({ ...s.gpu, gpuTypeId: s.typeId, workerId: s.workerId })),
     };
   }
@@ -311,6 +317,8 @@ export class GpuInventory {
       const message = `this node is in data center '${this.dataCenterId}'; the endpoint allows ${request.dataCenterIds?.join(', ')}`;
       return { ok: false, reason: 'never-placeable', message };
     }
+    const cuda = cudaRefusal(this.cudaVersion, request);
+    if (cuda !== null) return { ok: false, reason: 'never-placeable', message: cuda };
     const types = this.candidateTypes(request);
     if (types.length === 0) {
       const have = [...new Set(this.slots.map((s) => s.typeId))].join(', ') || 'no GPUs';

@@ -10,6 +10,7 @@ export {
   validateGpuIds,
   type Gpu,
 } from './gpus.ts';
+export { discoverCudaVersion, isCudaVersion } from './cuda.ts';
 export { LogBook, type LogLine, type LogQuery } from './logs.ts';
 export { FleetStatusShare } from './shared-status.ts';
 export { NO_FLEET_STATUS, Supervisor, type FleetStatus, type SupervisorOptions } from './supervisor.ts';

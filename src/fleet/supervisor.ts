@@ -823,5 +823,11 @@ function standbyUnwanted(e: Endpoint): string | null {
 function gpuRequest(e: Endpoint): GpuRequest {
   if (e.computeType === 'CPU') return { count: 0, acceptableTypes: [] };
   const types = e.gpuIds ? parseGpuIds(e.gpuIds) : e.gpuTypeIds;
-  return { count: e.gpuCount, acceptableTypes: types, dataCenterIds: e.dataCenterIds };
+  return {
+    count: e.gpuCount,
+    acceptableTypes: types,
+    dataCenterIds: e.dataCenterIds,
+    allowedCudaVersions: e.allowedCudaVersions,
+    minCudaVersion: e.minCudaVersion,
+  };
 }

@@ -63,6 +63,15 @@ describe('wharf serve refuses', () => {
     expectRefused(env, /unknown GPU type 'Imaginary X1'/);
   });
 
+  it('a --cuda-version that is no CUDA version', async () => {
+    const [flag, env] = await Promise.all([
+      serve(['--cuda-version', '12']),
+      serve([], { WHARF_CUDA_VERSION: 'cuda12.4' }),
+    ]);
+    expectRefused(flag, /--cuda-version \/ WHARF_CUDA_VERSION must be a version like 12.4, got '12'/);
+    expectRefused(env, /got 'cuda12.4'/);
+  });
+
   it('but still starts with --gpus none or a declared known type', async () => {
     const [none, declared] = await Promise.all([
       serve(['--gpus', 'none', '--executor', 'none']),

@@ -97,6 +97,39 @@ describe('queueReason on /status', () => {
   });
 });
 
+describe('CUDA limits on a node whose driver supports CUDA 12.4', () => {
+  it('an endpoint that excludes it is never placeable, with the reason; allowing it starts the worker', async () => {
+    const gpuFleet = await startFleet({ gpus: 'NVIDIA A40:1', cudaVersion: '12.4' });
+    try {
+      const gpu = { computeType: 'GPU', gpuTypeIds: ['NVIDIA A40'], gpuCount: 1 };
+      const ep = await gpuFleet.endpoint({ ...gpu, minCudaVersion: '12.8' });
+      const res = await gpuFleet.api('POST', `/v2/${ep}/run`, { input: { n: 1 } });
+      const id = res.json.id as string;
+      let last: any;
+      await waitUntil(
+        async () => (last = await gpuFleet.status(ep, id)).queueReason?.reason === 'never-placeable',
+        10_000,
+        () => `never-placeable; last ${JSON.stringify(last)}`,
+      );
+      expect(last.queueReason.message).toBe(
+        "this node's GPU driver supports CUDA 12.4; the endpoint needs CUDA 12.8 or newer (minCudaVersion)",
+      );
+      expect(gpuFleet.pids()).toEqual([]);
+
+      const allowed = await gpuFleet.api('PATCH', `/v1/endpoints/${ep}`, { allowedCudaVersions: ['12.4', '12.5'] });
+      expect(allowed.status, allowed.text).toBe(200);
+      // minCudaVersion 12.8 still excludes it.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(gpuFleet.pids()).toEqual([]);
+      const fixed = await gpuFleet.api('PATCH', `/v1/endpoints/${ep}`, { minCudaVersion: '12.4' });
+      expect(fixed.status, fixed.text).toBe(200);
+      expect((await gpuFleet.waitJob(ep, id, 15_000)).status).toBe('COMPLETED');
+    } finally {
+      await closeFleet(gpuFleet);
+    }
+  });
+});
+
 describe('without a supervisor on the node', () => {
   it('a queued job has no queueReason', async () => {
     const t = await startTestServer();
