@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dropSchemas, newSchema, pgUnavailable, startPgProxy } from '../helpers/postgres.ts';
-import { createEndpoint, startTestServer, type TestServer } from '../helpers/server.ts';
+import { createEndpoint, protocolWorker, startTestServer, type TestServer } from '../helpers/server.ts';
 
 const unavailable = await pgUnavailable('PostgreSQL outage test');
 afterAll(dropSchemas);
@@ -57,6 +57,35 @@ describe.skipIf(unavailable !== null)('a node that loses PostgreSQL', () => {
       expect(after.status).toBe(200);
       // The refused submission left nothing behind: the queue holds exactly the two acknowledged jobs.
       expect((await t.api('GET', `/v2/${ep}/health`)).json.jobs.inQueue).toBe(2);
+    } finally {
+      await t.close();
+      await proxy.close();
+    }
+  });
+  it("a worker's job-take is refused 503 only after a hold: the official SDK polls again at once and would spin", async () => {
+    const proxy = await startPgProxy();
+    const t = await startTestServer({
+      store: proxy.url(newSchema()),
+      secretKey: randomBytes(32).toString('base64'),
+      takeWaitMs: 2000,
+    });
+    try {
+      const ep = await createEndpoint(t);
+      const w = protocolWorker(t, ep, 'outage-worker');
+      expect((await w.take()).status).toBe(204);
+      await proxy.cut();
+      const holdMs = t.server.workers.refusalHoldMs;
+      for (const poll of [() => w.take(), () => w.takeBatch(2), () => w.stops()]) {
+        const started = Date.now();
+        const res = await poll();
+        expect(res.status).toBe(503);
+        expect(res.json).toMatchObject({ code: 'STORE_UNAVAILABLE' });
+        expect(Date.now() - started).toBeGreaterThanOrEqual(holdMs - 100);
+      }
+      // Posts are not polls: a result is refused at once, so the SDK's own retries (2 s, then 3 s) start at once.
+      const posted = Date.now();
+      expect((await w.done('some-job', { output: 1 })).status).toBe(503);
+      expect(Date.now() - posted).toBeLessThan(holdMs - 100);
     } finally {
       await t.close();
       await proxy.close();

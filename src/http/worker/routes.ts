@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { takeBatchSize, type Endpoint, type WorkerRecord } from '../../domain/index.ts';
 import { workerJobBody } from '../../engine/index.ts';
@@ -62,15 +62,17 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
   }
 
   /**
-   * The official SDK re-polls take at once after any error status (spec §1.6), so a worker whose key was revoked
-   * or whose endpoint was deleted would spin at ~1,500 requests/s. Such refusals on the polling routes are held for
-   * a few seconds before they are sent.
+   * The official SDK re-polls take at once after any error status but 429 (spec §1.6), so a worker whose key was
+   * revoked or whose endpoint was deleted, or any worker while the store is away (503) or a bug fails the poll (500),
+   * would spin at ~1,500 requests/s. Such refusals on the polling routes are held for a few seconds before they are
+   * sent.
    */
   async function refusalsHeld<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (error) {
-      if (error instanceof WharfError && (error.status === 401 || error.status === 404)) {
+      const status = error instanceof WharfError ? error.status : 500;
+      if (status === 401 || status === 404 || status >= 500) {
         await new Promise((resolve) => setTimeout(resolve, workers.refusalHoldMs));
       }
       throw error;
@@ -90,18 +92,12 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
     },
   };
 
-  const take = async (request: FastifyRequest<{ Params: WP }>, batch: boolean) => {
-    const { value: workerId, query } = unglue(request.params.workerId, request.query as Record<string, unknown>);
-    const { worker } = await refusalsHeld(() => workerAndEndpoint(request, workerId));
-    const max = takeBatchSize(batch ? Number(query['batch_size'] ?? 1) : 1);
-    return { worker, max };
-  };
-
-  app.get<{ Params: WP }>(
-    '/v2/:endpointId/job-take/:workerId',
-    { ...poll, schema: { params: WorkerParams } },
-    async (request, reply) => {
-      const { worker, max } = await take(request, false);
+  /** A take's jobs (none, or jobs that could not be delivered: 204), answered with `body`. Refusals are held. */
+  const take = (request: FastifyRequest<{ Params: WP }>, reply: FastifyReply, batch: boolean) =>
+    refusalsHeld(async () => {
+      const { value: workerId, query } = unglue(request.params.workerId, request.query as Record<string, unknown>);
+      const { worker } = await workerAndEndpoint(request, workerId);
+      const max = takeBatchSize(batch ? Number(query['batch_size'] ?? 1) : 1);
       const signal = clientGone(request, reply);
       const jobs = await workers.take(worker, max, signal);
       if (jobs.length === 0) return reply.code(204).send();
@@ -109,36 +105,32 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
         await workers.undeliverable(worker, jobs);
         return reply.code(204).send();
       }
-      return sendJson(reply, workerJobBody(jobs[0]!));
-    },
+      return sendJson(reply, batch ? `[${jobs.map(workerJobBody).join(',')}]` : workerJobBody(jobs[0]!));
+    });
+
+  app.get<{ Params: WP }>(
+    '/v2/:endpointId/job-take/:workerId',
+    { ...poll, schema: { params: WorkerParams } },
+    (request, reply) => take(request, reply, false),
   );
 
   app.get<{ Params: WP }>(
     '/v2/:endpointId/job-take-batch/:workerId',
     { ...poll, schema: { params: WorkerParams } },
-    async (request, reply) => {
-      const { worker, max } = await take(request, true);
-      const signal = clientGone(request, reply);
-      const jobs = await workers.take(worker, max, signal);
-      if (jobs.length === 0) return reply.code(204).send();
-      if (signal.aborted) {
-        await workers.undeliverable(worker, jobs);
-        return reply.code(204).send();
-      }
-      return sendJson(reply, `[${jobs.map(workerJobBody).join(',')}]`);
-    },
+    (request, reply) => take(request, reply, true),
   );
 
   app.get<{ Params: WP }>(
     '/v2/:endpointId/job-stop/:workerId',
     { ...poll, schema: { params: WorkerParams } },
-    async (request, reply) => {
-      const { value: workerId } = unglue(request.params.workerId, {});
-      const worker = await refusalsHeld(() => workerFor(request, workerId));
-      const ids = await workers.stops(worker, clientGone(request, reply));
-      if (ids.length === 0) return reply.code(204).send();
-      return sendJson(reply, JSON.stringify({ jobsToStop: ids }));
-    },
+    (request, reply) =>
+      refusalsHeld(async () => {
+        const { value: workerId } = unglue(request.params.workerId, {});
+        const worker = await workerFor(request, workerId);
+        const ids = await workers.stops(worker, clientGone(request, reply));
+        if (ids.length === 0) return reply.code(204).send();
+        return sendJson(reply, JSON.stringify({ jobsToStop: ids }));
+      }),
   );
 
   const jobOpts = { schema: { params: WorkerJobParams }, bodyLimit: WORKER_BODY_LIMIT };
