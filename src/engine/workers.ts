@@ -381,6 +381,24 @@ export class WorkerGateway implements TakeHandOff {
     this.engine.jobChanged(res.job);
   }
 
+  /**
+   * A job-done post refused unread for its size: the job fails with `reason`. The official SDK does not retry a 4xx
+   * and drops the job (spec §1.10); left IN_PROGRESS, it would be found missing from the worker's pings and run
+   * again, to the same refusal, up to maxAttempts times. (A progress update that large fails the job too: unread,
+   * the body cannot tell which it was.) Fenced like every post: only the worker holding the attempt fails it.
+   */
+  async resultTooLarge(worker: WorkerRecord, jobId: string, reason: string): Promise<void> {
+    await this.touch(worker);
+    const result: WorkerResult = {
+      status: 'FAILED',
+      outputJson: null,
+      errorJson: JSON.stringify(reason),
+      stopPod: false,
+    };
+    const res = await this.store.finishJob(worker.endpointId, jobId, worker.id, result, this.clock.now());
+    if (res.ok) this.engine.jobChanged(res.job);
+  }
+
   async streamChunk(worker: WorkerRecord, jobId: string, rawBody: string): Promise<void> {
     await this.touch(worker);
     const chunks = streamChunks(rawBody);

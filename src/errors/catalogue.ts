@@ -41,7 +41,7 @@ export const ERRORS = {
   PAYLOAD_TOO_LARGE: {
     status: 413,
     message: 'The request body is larger than the {limit} allowed on this route',
-    doc: '`/run` accepts 10 MB, `/runsync` 20 MB, a stream chunk 1 MB.',
+    doc: '`/run` accepts 10 MB, `/runsync` 20 MB, a stream chunk 1 MB, a worker post 20 MB (a result over it fails its job).',
   },
   JOB_NOT_RETRYABLE: {
     status: 400,

@@ -664,6 +664,22 @@ describe('job-done bodies (every captured shape)', () => {
     expect((await status(ep, id)).output).toBe('first');
   });
 
+  it('a result over the 20 MB a worker may post fails the job at once, with the reason', async () => {
+    // The official SDK does not retry a 4xx and drops the job: left IN_PROGRESS, it would be found missing from the
+    // worker's pings and run again, to the same refusal, until maxAttempts.
+    const { ep, w, id } = await takenJob();
+    const res = await w.done(id, JSON.stringify({ output: 'x'.repeat(21 * ONE_MB) }));
+    expectErrorShape(res, 413);
+    const s = await status(ep, id);
+    expect(s.status).toBe('FAILED');
+    expect(s.error).toMatch(/larger than the 20 MB/);
+    // Another worker's oversized post changes nothing.
+    const { ep: ep2, id: id2 } = await takenJob();
+    const other = protocolWorker(t, ep2, wid('other'));
+    expectErrorShape(await other.done(id2, JSON.stringify({ output: 'x'.repeat(21 * ONE_MB) })), 413);
+    expect((await status(ep2, id2)).status).toBe('IN_PROGRESS');
+  });
+
   it('a post for an unknown job is 404 with the error shape', async () => {
     const { w } = await takenJob();
     const res = await w.done('no-such-job', { output: 1 });

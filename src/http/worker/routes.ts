@@ -135,12 +135,36 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
 
   const jobOpts = { schema: { params: WorkerJobParams }, bodyLimit: WORKER_BODY_LIMIT };
 
-  app.post<{ Params: WJP }>('/v2/:endpointId/job-done/:workerId/:jobId', jobOpts, async (request, reply) => {
-    const { value: jobId } = unglue(request.params.jobId, {});
-    const worker = await workerFor(request, request.params.workerId);
-    await workers.done(worker, jobId, rawBodyOf(request));
-    return sendJson(reply, '{"ok":true}');
-  });
+  /** A job-done body over the limit is refused unread (413), and its job failed (WorkerGateway.resultTooLarge). */
+  async function failOversizedResult(request: FastifyRequest<{ Params: WJP }>, error: unknown): Promise<void> {
+    if ((error as { code?: unknown }).code !== 'FST_ERR_CTP_BODY_TOO_LARGE') return;
+    const limitMb = WORKER_BODY_LIMIT / (1024 * 1024);
+    const sent = Number(request.headers['content-length']);
+    const size = Number.isFinite(sent) && sent > 0 ? ` (${(sent / (1024 * 1024)).toFixed(1)} MB)` : '';
+    try {
+      const { value: jobId } = unglue(request.params.jobId, {});
+      const worker = await workerFor(request, request.params.workerId);
+      await workers.resultTooLarge(
+        worker,
+        jobId,
+        `The worker's result${size} is larger than the ${limitMb} MB a worker may post`,
+      );
+    } catch (failure) {
+      // Not this worker's job, or the store away: the post is refused all the same.
+      request.log.warn({ err: failure }, 'an oversized result did not fail its job');
+    }
+  }
+
+  app.post<{ Params: WJP }>(
+    '/v2/:endpointId/job-done/:workerId/:jobId',
+    { ...jobOpts, onError: (request, _reply, error) => failOversizedResult(request, error) },
+    async (request, reply) => {
+      const { value: jobId } = unglue(request.params.jobId, {});
+      const worker = await workerFor(request, request.params.workerId);
+      await workers.done(worker, jobId, rawBodyOf(request));
+      return sendJson(reply, '{"ok":true}');
+    },
+  );
 
   app.post<{ Params: WJP }>('/v2/:endpointId/job-stream/:workerId/:jobId', jobOpts, async (request, reply) => {
     const { value: jobId } = unglue(request.params.jobId, {});
