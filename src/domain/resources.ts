@@ -187,6 +187,12 @@ export function allowsAnyCudaVersion(versions: readonly string[]): boolean {
   return versions.length === 0 || CUDA_VERSIONS.every((v) => versions.includes(v));
 }
 
+/**
+ * The flavor of a CPU endpoint that names none (REST's cpuFlavorIds is optional): the smallest, which its workers are
+ * billed and listed as.
+ */
+export const DEFAULT_CPU_FLAVOR = 'cpu3c';
+
 /** GB of memory per vCPU of a CPU flavor's family: `c` compute-optimised, `g` general purpose. */
 const CPU_GB_PER_VCPU: Record<string, number> = { c: 2, g: 4 };
 

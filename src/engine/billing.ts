@@ -1,5 +1,6 @@
 import {
   aggregate,
+  DEFAULT_CPU_FLAVOR,
   discountPieces,
   hourlyPrice,
   MONTH_MS,
@@ -59,7 +60,7 @@ const typeOf = (u: { gpuTypeId: string | null; gpuCount: number; cpuFlavorId: st
 
 /** The CPU flavor a worker without GPUs is billed as: its endpoint's first, else the smallest. */
 export const billedCpuFlavor = (w: Pick<WorkerRecord, 'gpuCount'>, e: Pick<Endpoint, 'cpuFlavorIds'>): string | null =>
-  w.gpuCount > 0 ? null : (e.cpuFlavorIds[0] ?? 'cpu3c');
+  w.gpuCount > 0 ? null : (e.cpuFlavorIds[0] ?? DEFAULT_CPU_FLAVOR);
 
 /** The usage record the supervisor opens when it starts a worker. */
 export function usageOf(e: Endpoint, t: Template, w: WorkerRecord, dataCenterId: string): UsageStart {

@@ -1,6 +1,7 @@
 import {
   checkEndpointRules,
   cpuInstanceIds,
+  DEFAULT_CPU_FLAVOR,
   ENDPOINT_DEFAULTS,
   endpointVersionChanged,
   templateVersionChanged,
@@ -251,6 +252,9 @@ export class Resources {
 
 /** Fields that follow from others, set the same way on create and update. */
 function normalise(e: Endpoint): void {
+  // A CPU endpoint runs as some flavor: one that names none (a REST create with computeType CPU only) gets the
+  // default, so that GraphQL reads its instance id; with none, saving back what was read made it a GPU endpoint.
+  if (e.computeType === 'CPU' && e.cpuFlavorIds.length === 0) e.cpuFlavorIds = [DEFAULT_CPU_FLAVOR];
   e.instanceIds = cpuInstanceIds(e);
   // An empty id is no volume (as GraphQL's `networkVolumeId: ""`).
   if (e.networkVolumeId === '') e.networkVolumeId = null;

@@ -625,7 +625,7 @@ describe('runpodctl calls', () => {
       const s = (k: string) => (typeof read[k] === 'string' ? read[k] : '');
       const n = (k: string) => (typeof read[k] === 'number' ? read[k] : 0);
       return {
-        id: e.id,
+        id: read.id,
         name: s('name'),
         templateId: s('templateId'),
         gpuIds: s('gpuIds'),
@@ -702,6 +702,21 @@ describe('runpodctl calls', () => {
       path: ['saveEndpoint'],
       extensions: { code: 'VALIDATION_FAILED', details: [{ field: 'modelReferences' }] },
     });
+
+    // A CPU endpoint made over REST with computeType alone (runpod-mcp's create-endpoint sends no cpuFlavorIds) reads
+    // with the instance id of the flavor it runs as, so the round trip keeps it a CPU endpoint, and unchanged.
+    const cpu = ok(await rest('POST', '/endpoints', { name: 'cpu-models', templateId: tpl.id, computeType: 'CPU' }));
+    expect(cpu.instanceIds).toEqual(['cpu3c-2-4']);
+    const cpuRead = (await ctlGql(CONFIG, { id: cpu.id })).myself.endpoint;
+    expect(cpuRead.instanceIds).toEqual(['cpu3c-2-4']);
+    const cpuSaved = await save(roundTrip(cpuRead, cpuRead.flashBootType || 'OFF'));
+    expect(cpuSaved.json.errors, cpuSaved.text).toBeUndefined();
+    expect(ok(await rest('GET', `/endpoints/${cpu.id}`))).toMatchObject({
+      computeType: 'CPU',
+      instanceIds: ['cpu3c-2-4'],
+      version: 1,
+    });
+    ok(await rest('DELETE', `/endpoints/${cpu.id}`));
     ok(await rest('DELETE', `/endpoints/${e.id}`));
     ok(await rest('DELETE', `/templates/${tpl.id}`));
   });

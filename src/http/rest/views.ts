@@ -1,5 +1,6 @@
 import {
   DATA_CENTER_IDS,
+  DEFAULT_CPU_FLAVOR,
   type Endpoint,
   type NetworkVolume,
   type Template,
@@ -70,7 +71,7 @@ export function workerPodView(w: WorkerRecord, running: number, e: Endpoint, x: 
           securePrice: w.gpuCount > 0 ? costPerHr / w.gpuCount : 0,
         }
       : undefined,
-    cpuFlavorId: e.computeType === 'CPU' ? (e.cpuFlavorIds[0] ?? 'cpu3c') : undefined,
+    cpuFlavorId: e.computeType === 'CPU' ? (e.cpuFlavorIds[0] ?? DEFAULT_CPU_FLAVOR) : undefined,
     vcpuCount: e.computeType === 'CPU' ? e.vcpuCount : undefined,
     costPerHr,
     adjustedCostPerHr: costPerHr,
