@@ -137,7 +137,8 @@ describe('saveEndpoint fields and modify semantics', () => {
       networkVolumeIds: [volumeId],
     });
 
-    // Only id, name and gpuIds: scaling settings reset, the rest is kept (facts §2.3, measured live).
+    // Only id, name and gpuIds: scaling settings reset, the rest is kept (facts §2.3, measured live), the execution
+    // timeout too (the hosted resolver writes it only when given, as runpod-mcp's endpoint-gpu-ids.ts records).
     const modify = `mutation { saveEndpoint(input: {id: "${ep.id}", name: "full2", gpuIds: "ADA_24"}) { ${all} } }`;
     expect(ok(await run(modify), 'saveEndpoint')).toEqual({
       ...ep,
@@ -149,13 +150,13 @@ describe('saveEndpoint fields and modify semantics', () => {
       workersMin: 0,
       workersMax: 3,
       workersStandby: 0,
-      executionTimeoutMs: 600000,
       flashBootType: 'OFF',
     });
     // Explicit null resets a kept field.
     const clear = `mutation { saveEndpoint(input: {id: "${ep.id}", name: "full2", locations: null, networkVolumeId: null,
-      networkVolumeIds: null, allowedCudaVersions: null, env: null, gpuCount: null}) { ${all} } }`;
+      networkVolumeIds: null, allowedCudaVersions: null, env: null, gpuCount: null, executionTimeoutMs: null}) { ${all} } }`;
     expect(ok(await run(clear), 'saveEndpoint')).toMatchObject({
+      executionTimeoutMs: 600000,
       locations: null,
       networkVolume: null,
       networkVolumeIds: [],

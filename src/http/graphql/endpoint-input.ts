@@ -1,7 +1,8 @@
 /**
  * GraphQL `EndpointInput` → the domain endpoint's fields. saveEndpoint is not a sparse update
  * (spec/rest-graphql-facts.md §2.3): on modify, the scaling settings left out are RESET to GraphQL's defaults,
- * while what the endpoint runs and where it may run is KEPT unless given (explicit null resets it too).
+ * while what the endpoint runs, where it may run and its jobs' execution timeout are KEPT unless given (explicit
+ * null resets them too).
  * The split is documented in docs/graphql.md.
  */
 import { CPU_FLAVOR_IDS, ENDPOINT_DEFAULTS, type EndpointInput } from '../../domain/index.ts';
@@ -62,7 +63,6 @@ export const GRAPHQL_ENDPOINT_DEFAULTS = {
   workersMin: 0,
   workersMax: 3,
   flashboot: false,
-  executionTimeoutMs: ENDPOINT_DEFAULTS.executionTimeoutMs,
 } as const;
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -89,9 +89,13 @@ export function endpointFields(input: GqlEndpointInput): Omit<Partial<EndpointIn
     workersMin: intIn('workersMin', input.workersMin ?? d.workersMin, 0, 1000),
     workersMax: intIn('workersMax', input.workersMax ?? d.workersMax, 0, 1000),
     flashboot: (input.flashBootType ?? 'OFF') === 'FLASHBOOT',
-    executionTimeoutMs: intIn('executionTimeoutMs', input.executionTimeoutMs ?? d.executionTimeoutMs, 0, 7 * DAY_MS),
   };
-  // Keep group: set only when given.
+  // Keep group: set only when given. (The hosted resolver writes executionTimeoutMs only when given too: runpod-mcp's
+  // endpoint-gpu-ids.ts, read against it, echoes it for symmetry, noting that leaving it out resets nothing.)
+  if (given('executionTimeoutMs')) {
+    const ms = input.executionTimeoutMs ?? ENDPOINT_DEFAULTS.executionTimeoutMs;
+    out.executionTimeoutMs = intIn('executionTimeoutMs', ms, 0, 7 * DAY_MS);
+  }
   if (given('gpuIds')) {
     const spec = (input.gpuIds ?? '').trim();
     const problem = validateGpuIds(spec);
