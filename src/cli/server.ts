@@ -214,6 +214,14 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
   if (executor) {
+    if (config.workerPingIntervalMs >= config.leaseMs) {
+      // A worker busy with a long job (the official SDK's sync handler) renews its lease only with its heartbeat.
+      app.log.warn(
+        `--worker-ping-interval-ms (${config.workerPingIntervalMs}) is not below --lease-ms (${config.leaseMs}): ` +
+          'a managed worker running a long job loses its lease between two heartbeats, and the job runs again; ' +
+          'keep the interval a fraction of the lease',
+      );
+    }
     const inventory = new GpuInventory(await gpuList(checked.gpus, (m) => app.log.warn(m)), {
       dataCenterId: config.dataCenterId,
       cudaVersion: config.cudaVersion ?? (checked.gpus === 'auto' ? await discoverCudaVersion() : null),

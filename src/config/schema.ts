@@ -166,7 +166,7 @@ export const SETTINGS = [
     default: 5000,
     min: 1000,
     max: 600_000,
-    doc: 'RUNPOD_PING_INTERVAL given to managed workers.',
+    doc: 'RUNPOD_PING_INTERVAL given to managed workers; keep it a fraction of leaseMs (a warning at start otherwise).',
   },
   {
     key: 'lostJobGraceMs',

@@ -80,6 +80,17 @@ describe('wharf serve refuses', () => {
     expect(none.started, none.output).toBe(true);
     expect(declared.started, declared.output).toBe(true);
   });
+
+  it('but warns when managed workers would ping less often than their lease needs', async () => {
+    const [tight, fine] = await Promise.all([
+      serve(['--gpus', 'none', '--lease-ms', '3000']),
+      serve(['--gpus', 'none', '--lease-ms', '3000', '--worker-ping-interval-ms', '1000']),
+    ]);
+    expect(tight.started, tight.output).toBe(true);
+    expect(tight.output).toMatch(/--worker-ping-interval-ms \(5000\) is not below --lease-ms \(3000\)/);
+    expect(fine.started, fine.output).toBe(true);
+    expect(fine.output).not.toMatch(/worker-ping-interval-ms/);
+  });
 });
 
 describe('wharf serve refuses before writing anything', () => {
