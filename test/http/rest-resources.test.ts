@@ -120,6 +120,18 @@ describe('endpoints', () => {
     const noVolume = await t.api('PATCH', `/v1/endpoints/${ep.id}`, { networkVolumeId: '' });
     expect(noVolume.status, noVolume.text).toBe(200);
     expect(noVolume.json.networkVolumeId).toBeUndefined();
+    // minCudaVersion set, then taken off with null (placement: src/fleet/cuda.ts); a bad one names the versions.
+    expect((await t.api('PATCH', `/v1/endpoints/${ep.id}`, { minCudaVersion: '12.4' })).json.minCudaVersion).toBe(
+      '12.4',
+    );
+    const noMin = await t.api('PATCH', `/v1/endpoints/${ep.id}`, { minCudaVersion: null });
+    expect(noMin.status, noMin.text).toBe(200);
+    expect(noMin.json.minCudaVersion).toBeUndefined();
+    const badMin = await t.api('PATCH', `/v1/endpoints/${ep.id}`, { minCudaVersion: '12' });
+    expectError(badMin, 400, 'VALIDATION_FAILED', 'minCudaVersion');
+    expect(badMin.json.details).toEqual([
+      { field: 'minCudaVersion', message: expect.stringMatching(/^minCudaVersion must be one of 13.0, 12.9, .*11.8/) },
+    ]);
     expect(a.json).toMatchObject({ workersMax: 4, idleTimeout: 9, version: 1 });
     const b = await t.api('POST', `/v1/endpoints/${ep.id}/update`, { env: { X: 'y' } });
     expect(b.json).toMatchObject({ workersMax: 4, idleTimeout: 9, env: { X: 'y' }, version: 2 });

@@ -45,7 +45,16 @@ export const EndpointCreateInput = Type.Object(
   },
   { additionalProperties: false },
 );
-export const EndpointUpdateInput = Type.Object(endpointFields, { additionalProperties: false });
+export const EndpointUpdateInput = Type.Object(
+  {
+    ...endpointFields,
+    // null takes it off (the spec's schema has no way to; GraphQL's is "").
+    minCudaVersion: Type.Optional(
+      Type.Unsafe<string | null>({ type: ['string', 'null'], enum: [...CUDA_VERSIONS, null] }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 const templateFields = {
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 191 })),

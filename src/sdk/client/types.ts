@@ -237,7 +237,8 @@ export interface EndpointUpdateInput {
   vcpuCount?: number;
   dataCenterIds?: string[];
   allowedCudaVersions?: string[];
-  minCudaVersion?: string;
+  /** null takes it off. */
+  minCudaVersion?: string | null;
   executionTimeoutMs?: number;
   flashboot?: boolean;
   idleTimeout?: number;
