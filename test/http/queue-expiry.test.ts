@@ -206,6 +206,20 @@ describe('ttl', () => {
     await gone(ep, id, 'JOB_EXPIRED');
   });
 
+  it('/status?ttl= shorter than the job has lived ends it now: 404 JOB_EXPIRED, its worker gets job-stop', async () => {
+    const ep = await createEndpoint(t);
+    const w = newWorker(ep);
+    const id = await submit(ep);
+    expect((await w.take()).json.id).toBe(id);
+    clock.advance(30_000);
+    const stopping = w.stops();
+    // Lived 30 s, and a ttl of 20 s: the answer must not show a job that every later read reports gone.
+    expectGone(await status(ep, id, '?ttl=20000'), 'JOB_EXPIRED');
+    expect((await stopping).json).toEqual({ jobsToStop: [id] });
+    expectGone(await status(ep, id), 'JOB_EXPIRED');
+    expect((await w.done(id, { output: 'too late' })).json).toMatchObject({ code: 'JOB_EXPIRED' });
+  });
+
   it.each(['9999', '604800001', 'soon'])('/status?ttl=%s → 400 naming ttl, the job unchanged', async (ttl) => {
     const ep = await createEndpoint(t);
     const id = await submit(ep, { policy: { ttl: 10_000 } });
