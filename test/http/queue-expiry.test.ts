@@ -220,6 +220,17 @@ describe('ttl', () => {
     expect((await w.done(id, { output: 'too late' })).json).toMatchObject({ code: 'JOB_EXPIRED' });
   });
 
+  it('HEAD /status?ttl= changes nothing (HEAD is a safe method)', async () => {
+    const ep = await createEndpoint(t);
+    const id = await submit(ep);
+    clock.advance(30_000);
+    const head = await t.api('HEAD', `/v2/${ep}/status/${id}?ttl=10000`);
+    expect(head.status).toBe(200);
+    expect(head.text).toBe('');
+    await afterSweeps();
+    expect((await status(ep, id)).json.status).toBe('IN_QUEUE');
+  });
+
   it.each(['9999', '604800001', 'soon'])('/status?ttl=%s → 400 naming ttl, the job unchanged', async (ttl) => {
     const ep = await createEndpoint(t);
     const id = await submit(ep, { policy: { ttl: 10_000 } });

@@ -108,11 +108,13 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
     request: FastifyRequest<{ Params: JP; Querystring: { ttl?: number } }>,
     reply: FastifyReply,
   ) => {
-    const { endpoint } = await endpointFor(request, request.query.ttl === undefined ? 'read' : 'write');
+    // HEAD is a safe method (Fastify answers it with the GET handler): it reads, never sets the ttl.
+    const ttl = request.method === 'HEAD' ? undefined : request.query.ttl;
+    const { endpoint } = await endpointFor(request, ttl === undefined ? 'read' : 'write');
     const job =
-      request.query.ttl === undefined
+      ttl === undefined
         ? await engine.getJob(endpoint.id, request.params.jobId)
-        : await engine.setTtl(endpoint.id, request.params.jobId, request.query.ttl);
+        : await engine.setTtl(endpoint.id, request.params.jobId, ttl);
     return sendJson(reply, withQueueReason(statusBody(job, engine.clock.now()), job, deps.fleetStatus));
   };
   const statusOpts = { schema: { params: JobParams, querystring: StatusQuery } };
