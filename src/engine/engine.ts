@@ -392,13 +392,6 @@ export class JobEngine {
     await this.getJob(endpointId, jobId); // an expired job cannot be revived by a longer ttl
     const job = await this.store.setJobTtl(endpointId, jobId, ttlMs);
     if (!job) throw await this.missingJobError(endpointId, jobId);
-    // A ttl the job has already outlived (it counts from submission) ends it now, as the next sweep would: this
-    // answer must not show a job that every later read reports gone, and its worker is told to stop at once.
-    const now = this.clock.now();
-    if (job.expiresAt <= now) {
-      this.announceSwept(await this.store.expireJobs(now, OVERDUE_BATCH));
-      throw new WharfError('JOB_EXPIRED', { jobId });
-    }
     return job;
   }
 
@@ -414,7 +407,7 @@ export function isFinalStatus(status: string): status is TerminalStatus {
 /** After the retake window: the timeout's stop order may be written a moment after the job's completedAt. */
 const RETAKE_WAKE_SLACK_MS = 50;
 
-/** How many overdue jobs a request that finds one times out or expires at once (the sweep does the rest on its next pass). */
+/** How many overdue attempts a read that finds one times out at once (the sweep does the rest on its next pass). */
 const OVERDUE_BATCH = 100;
 
 /** Woken when an endpoint's queue is purged (see JobEngine.armJob). */
