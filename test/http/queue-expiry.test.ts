@@ -228,7 +228,20 @@ describe('ttl', () => {
     expect((await status(ep, id)).json.status).toBe('IN_QUEUE');
   });
 
-  it.each(['9999', '604800001', 'soon'])('/status?ttl=%s → 400 naming ttl, the job unchanged', async (ttl) => {
+  it('/status?ttl= is not held to the 10 s floor of policy.ttl: the hosted docs example ?ttl=6000 is accepted', async () => {
+    const ep = await createEndpoint(t);
+    const id = await submit(ep);
+    const res = await status(ep, id, '?ttl=6000');
+    expect(res.status, res.text).toBe(200);
+    expect(res.json).toMatchObject({ id, status: 'IN_QUEUE' });
+    clock.advance(6_000 - MARGIN / 2);
+    await afterSweeps();
+    expect((await status(ep, id)).json.status).toBe('IN_QUEUE');
+    clock.advance(MARGIN / 2 + 1);
+    await gone(ep, id, 'JOB_EXPIRED');
+  });
+
+  it.each(['-1', '1.5', '604800001', 'soon'])('/status?ttl=%s → 400 naming ttl, the job unchanged', async (ttl) => {
     const ep = await createEndpoint(t);
     const id = await submit(ep, { policy: { ttl: 10_000 } });
     const res = await status(ep, id, `?ttl=${ttl}`);
