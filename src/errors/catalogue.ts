@@ -28,6 +28,11 @@ export const ERRORS = {
     message: 'Unsupported content type {contentType}; send application/json',
     doc: 'Management and queue routes accept JSON bodies only.',
   },
+  UNSUPPORTED_CONTENT_ENCODING: {
+    status: 415,
+    message: 'Unsupported content encoding {encoding}; send the body uncompressed',
+    doc: 'The body carries a `Content-Encoding` (gzip, deflate, br …): bodies are read as sent, uncompressed.',
+  },
   HEADERS_TOO_LARGE: {
     status: 431,
     message: 'The request line and headers are larger than the server accepts',

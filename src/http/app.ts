@@ -53,6 +53,16 @@ export const CLIENT_TIMEOUTS = { headersMs: 30_000, requestMs: 120_000, checkEve
 const ANY_CONTENT_TYPE = /^\/v2\/:endpointId\/(job-done|job-stream)\/|^\/graphql$/;
 
 /**
+ * A body sent compressed cannot be read as JSON text: refused by name, rather than reported as malformed JSON with
+ * its compressed bytes quoted back. `identity` is no encoding at all.
+ */
+function encodingRefusal(request: FastifyRequest): WharfError | null {
+  const encoding = request.headers['content-encoding']?.trim().toLowerCase();
+  if (encoding === undefined || encoding === '' || encoding === 'identity') return null;
+  return new WharfError('UNSUPPORTED_CONTENT_ENCODING', { encoding });
+}
+
+/**
  * Bodies are read as text and parsed here, for three reasons: worker result posts carry JSON under a
  * form-urlencoded content type (spec §1.10); the raw text is kept for them; and an empty body with a JSON content
  * type (clients send one on /cancel and /purge-queue) is "no body", not an error.
@@ -65,6 +75,8 @@ function registerBodyParsers(app: FastifyInstance): void {
     const text = body as string;
     keep(request, text);
     if (text.trim() === '') return done(null, undefined);
+    const refused = encodingRefusal(request);
+    if (refused) return done(refused, undefined);
     if (jsonTooDeep(text)) return done(new WharfError('VALIDATION_FAILED', { reason: TOO_DEEP }), undefined);
     try {
       done(null, JSON.parse(text));
@@ -77,6 +89,8 @@ function registerBodyParsers(app: FastifyInstance): void {
   app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string;
     keep(request, text);
+    const refused = text === '' ? null : encodingRefusal(request);
+    if (refused) return done(refused, undefined);
     if (text.trim() !== '' && !ANY_CONTENT_TYPE.test(request.routeOptions.url ?? '')) {
       const contentType = request.headers['content-type'] ?? 'none';
       return done(new WharfError('UNSUPPORTED_MEDIA_TYPE', { contentType }), undefined);

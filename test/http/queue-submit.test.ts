@@ -1,3 +1,4 @@
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createEndpoint,
@@ -112,6 +113,31 @@ describe.each(['run', 'runsync'])('POST /%s validation', (route) => {
       expect(res.status, res.text).toBe(415);
       expect(res.json).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE', message: expect.stringContaining(contentType) });
     }
+  });
+
+  it('a compressed body (Content-Encoding) → 415 UNSUPPORTED_CONTENT_ENCODING naming it, nothing queued', async () => {
+    const before = await queued(idle);
+    const json = '{"input": {"a": 1}}';
+    for (const [encoding, body] of [
+      ['gzip', gzipSync(json)],
+      ['deflate', deflateSync(json)],
+      ['br', brotliCompressSync(json)],
+    ] as const) {
+      const res = await fetch(`${t.url}${path()}`, {
+        method: 'POST',
+        headers: { authorization: t.key, 'content-type': 'application/json', 'content-encoding': encoding },
+        body: new Uint8Array(body),
+      });
+      expect(res.status).toBe(415);
+      expect(await res.json()).toMatchObject({
+        code: 'UNSUPPORTED_CONTENT_ENCODING',
+        message: expect.stringContaining(encoding),
+      });
+    }
+    expect(await queued(idle)).toBe(before);
+    // `identity` is no encoding at all.
+    const plain = await t.api('POST', path(), undefined, { raw: json, headers: { 'content-encoding': 'identity' } });
+    expect(plain.status, plain.text).toBe(200);
   });
 
   it('accepts the policy bounds themselves', async () => {
