@@ -4,7 +4,7 @@ import { ConfigError, type Config } from '../config/index.ts';
 import { DEFAULT_PRICES, parsePrices, type PriceTable } from '../domain/index.ts';
 import { decodeSecretKey } from '../engine/index.ts';
 import { isCudaVersion, parseDeclaredGpus, type Gpu } from '../fleet/index.ts';
-import { parseRateLimitOverrides } from '../http/index.ts';
+import { parseCorsOrigins, parseRateLimitOverrides, type CorsOrigins } from '../http/index.ts';
 
 /** What checkServerConfig read from the settings it checked, so that startServer does not read them again. */
 export interface CheckedConfig {
@@ -12,6 +12,8 @@ export interface CheckedConfig {
   gpus: Gpu[] | 'auto';
   /** The defaults, overlaid with the file named by --prices. */
   prices: PriceTable;
+  /** Origins allowed to call from a browser; null = none. */
+  corsOrigins: CorsOrigins | null;
 }
 
 /**
@@ -51,8 +53,12 @@ export function checkServerConfig(config: Config): CheckedConfig {
     () => parseRateLimitOverrides(config.rateLimitOverrides),
     {},
   );
+  const corsOrigins =
+    config.corsOrigins === null
+      ? null
+      : check('--cors-origins / WHARF_CORS_ORIGINS', () => parseCorsOrigins(config.corsOrigins!), null);
   if (problems.length > 0) throw new ConfigError(problems);
-  return { gpus, prices };
+  return { gpus, prices, corsOrigins };
 }
 
 function readPrices(path: string): PriceTable {

@@ -164,6 +164,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       draining: () => draining,
       ...(cluster ? { readyInfo: () => ({ leader: cluster.isLeader }) } : {}),
       metricsAuth: config.metricsAuth,
+      ...(checked.corsOrigins ? { corsOrigins: checked.corsOrigins } : {}),
       rateLimits: {
         enabled: config.rateLimits === 'on',
         requestsPerWorker: config.requestsPerWorker,

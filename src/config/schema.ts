@@ -460,6 +460,14 @@ export const SETTINGS = [
     doc: 'Replace base limits per operation: `op=rate[/concurrent],…` (e.g. `run=5000/500,purge-queue=10`).',
   },
   {
+    key: 'corsOrigins',
+    flag: '--cors-origins',
+    env: 'WHARF_CORS_ORIGINS',
+    kind: 'string',
+    default: null,
+    doc: 'Origins whose web pages may call the API from a browser (CORS): `*` or a list like `https://app.example.com` (default: none). Keys travel in the Authorization header, never in cookies, so a page can only use a key its user gives it.',
+  },
+  {
     key: 'metricsAuth',
     flag: '--metrics-auth',
     env: 'WHARF_METRICS_AUTH',

@@ -8,6 +8,7 @@ import { collectRoutes, registerOpenApiRoutes } from './openapi.ts';
 import { registerGraphqlRoutes } from './graphql/route.ts';
 import { registerOpenAiRoutes } from './openai/routes.ts';
 import { registerKeyFirst } from './plugins/auth.ts';
+import { registerCors, type CorsOrigins } from './plugins/cors.ts';
 import { registerErrorHandling, sendClientError, sendError, sendFrameworkError } from './plugins/errors.ts';
 import { ownMetrics, registerMetricsRoute, registerRequestObservability } from './plugins/observability.ts';
 import { registerRateLimits, type RateLimitSettings } from './plugins/rate-limit.ts';
@@ -36,6 +37,8 @@ export interface AppOptions {
   clientTimeouts?: typeof CLIENT_TIMEOUTS;
   /** True once a graceful shutdown began: new work is refused (SHUTTING_DOWN), see `registerDrain`. */
   draining?: () => boolean;
+  /** Origins whose pages may call the API from a browser (plugins/cors.ts); absent = none. */
+  corsOrigins?: CorsOrigins;
 }
 
 /**
@@ -132,6 +135,9 @@ export function buildApp(deps: AppDeps, opts: AppOptions = {}): FastifyInstance 
   // Before the rate limits: a refused request's log lines carry its endpoint too.
   const metrics = deps.metrics ?? ownMetrics(app, deps);
   registerRequestObservability(app, metrics);
+  // Before the rate limits, the drain and the key checks (hooks run in the order registered): their refusals carry
+  // the CORS headers too, so a page can read them, and a preflight (which carries no key) is answered first.
+  if (opts.corsOrigins) registerCors(app, opts.corsOrigins);
   if (opts.rateLimits) registerRateLimits(app, deps, opts.rateLimits);
   // The web console's static files (console/dist): registered before the route collector, so not in the OpenAPI.
   registerConsoleRoutes(app);

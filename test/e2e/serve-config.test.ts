@@ -63,6 +63,13 @@ describe('wharf serve refuses', () => {
     expectRefused(env, /unknown GPU type 'Imaginary X1'/);
   });
 
+  it('a --cors-origins entry that is no origin', async () => {
+    expectRefused(
+      await serve(['--cors-origins', 'https://app.example.com/console']),
+      /--cors-origins \/ WHARF_CORS_ORIGINS: 'https:\/\/app.example.com\/console' is no origin/,
+    );
+  });
+
   it('a --cuda-version that is no CUDA version', async () => {
     const [flag, env] = await Promise.all([
       serve(['--cuda-version', '12']),
