@@ -407,6 +407,73 @@ describe.skipIf(!HAS_CHROMIUM)('web console', () => {
     expect(await form.textContent()).toContain('None checked: any type.');
   });
 
+  /** A CUDA version's checkbox in an endpoint form. */
+  const cudaBox = (form: Locator, version: string) =>
+    form.getByRole('group', { name: 'Allowed CUDA versions' }).getByRole('checkbox', { name: version, exact: true });
+
+  it("shows and edits a GPU endpoint's CUDA versions; saving other settings keeps them", async () => {
+    const id = await fleet.endpoint({
+      name: 'cuda-limits',
+      computeType: 'GPU',
+      workersMax: 0,
+      allowedCudaVersions: ['12.8', '12.4'],
+      minCudaVersion: '12.1',
+    });
+    const cuda = async () => {
+      const e = await endpointJson(id);
+      return { allowed: [...(e.allowedCudaVersions as string[])].sort(), min: e.minCudaVersion ?? null };
+    };
+    const save = async (form: Locator) => form.getByRole('button', { name: 'Save settings' }).click();
+    let form = await settings(id);
+    expect(await cudaBox(form, '12.8').isChecked()).toBe(true);
+    expect(await cudaBox(form, '12.4').isChecked()).toBe(true);
+    expect(await cudaBox(form, '13.0').isChecked()).toBe(false);
+    expect(await form.getByLabel('Minimum CUDA version').inputValue()).toBe('12.1');
+    await save(form);
+    await page.getByRole('status').filter({ hasText: 'Nothing changed.' }).waitFor();
+
+    // Another setting changed: the CUDA limits are not sent, and stay.
+    await form.getByLabel('Scaler value').fill('5');
+    await save(form);
+    await expect.poll(async () => (await endpointJson(id)).scalerValue).toBe(5);
+    expect(await cuda()).toEqual({ allowed: ['12.4', '12.8'], min: '12.1' });
+
+    form = await settings(id);
+    await cudaBox(form, '12.4').uncheck();
+    await cudaBox(form, '13.0').check();
+    await form.getByLabel('Minimum CUDA version').selectOption('12.4');
+    await save(form);
+    await expect.poll(cuda).toEqual({ allowed: ['12.8', '13.0'], min: '12.4' });
+
+    // "Any" takes the minimum off (null); none checked allows any version.
+    form = await settings(id);
+    await form.getByLabel('Minimum CUDA version').selectOption({ label: 'Any' });
+    await cudaBox(form, '12.8').uncheck();
+    await cudaBox(form, '13.0').uncheck();
+    await save(form);
+    await expect.poll(cuda).toEqual({ allowed: [], min: null });
+    form = await settings(id);
+    expect(await form.textContent()).toContain('None checked: any version.');
+    expect(await form.getByLabel('Minimum CUDA version').inputValue()).toBe('');
+    await save(form);
+    await page.getByRole('status').filter({ hasText: 'Nothing changed.' }).waitFor();
+  });
+
+  it('creates a GPU endpoint with the CUDA versions checked and any minimum', async () => {
+    await go('/endpoints/new');
+    const form = page.getByRole('form', { name: 'Create endpoint' });
+    await form.getByLabel('Name', { exact: true }).fill('cuda-new');
+    await form.getByRole('radio', { name: 'GPU' }).check();
+    await form.getByLabel('Maximum workers').fill('0');
+    await cudaBox(form, '12.8').check();
+    await form.getByRole('button', { name: 'Create endpoint' }).click();
+    await page.getByRole('heading', { name: /cuda-new/, level: 1 }).waitFor();
+    const id = /\/console\/endpoints\/([^/]+)/.exec(page.url())![1]!;
+    const created = await endpointJson(id);
+    expect(created).toMatchObject({ computeType: 'GPU', allowedCudaVersions: ['12.8'] });
+    expect(created.minCudaVersion).toBeUndefined();
+  });
+
   it('keeps an execution timeout that is not whole seconds, and takes one with decimals', async () => {
     const id = await fleet.endpoint({ name: 'odd-timeout', workersMax: 0, executionTimeoutMs: 90_500 });
     const form = await settings(id);

@@ -1,5 +1,5 @@
 import { useRef, useState, type FormEvent } from 'react';
-import { CPU_FLAVOR_IDS, GPU_TYPE_IDS } from '../../../../src/domain/enums.ts';
+import { CPU_FLAVOR_IDS, CUDA_VERSIONS, GPU_TYPE_IDS } from '../../../../src/domain/enums.ts';
 import { ENDPOINT_DEFAULTS } from '../../../../src/domain/resources.ts';
 import { ErrorBanner, Field } from '../../components/ui.tsx';
 import { formatEnv, parseEnv } from '../../format.ts';
@@ -12,6 +12,10 @@ interface Values {
   computeType: 'CPU' | 'GPU';
   gpuTypeIds: string[];
   gpuCount: string;
+  /** allowedCudaVersions as checked (none: any version). */
+  cudaVersions: string[];
+  /** "" is any (no minCudaVersion). */
+  minCudaVersion: string;
   cpuFlavorId: string;
   vcpuCount: string;
   workersMin: string;
@@ -36,6 +40,8 @@ function initial(e: EndpointView | undefined, templates: readonly TemplateView[]
     computeType: e?.computeType ?? 'CPU',
     gpuTypeIds: e?.gpuTypeIds ?? [],
     gpuCount: String(e?.gpuCount ?? d.gpuCount),
+    cudaVersions: e?.allowedCudaVersions ?? [],
+    minCudaVersion: e?.minCudaVersion ?? '',
     cpuFlavorId: CPU_FLAVOR_IDS[0],
     // The endpoint view does not show vcpuCount: when editing, empty keeps the current value.
     vcpuCount: e ? '' : String(d.vcpuCount),
@@ -105,6 +111,10 @@ function validate(v: Values, creating: boolean): { errors: Errors; body: Record<
     // GraphQL can have one): refusing it made such an endpoint impossible to save here.
     body['gpuTypeIds'] = v.gpuTypeIds;
     num('gpuCount', v.gpuCount, 1, 64, 'GPU count');
+    body['allowedCudaVersions'] = v.cudaVersions;
+    // "Any" is null on an update, which takes a minimum off (left out, a PATCH keeps it); a create has none to take.
+    if (v.minCudaVersion !== '') body['minCudaVersion'] = v.minCudaVersion;
+    else if (!creating) body['minCudaVersion'] = null;
   } else {
     if (creating || v.vcpuCount.trim() !== '') num('vcpuCount', v.vcpuCount, 1, 512, 'vCPU count');
     if (creating) body['cpuFlavorIds'] = [v.cpuFlavorId];
@@ -141,9 +151,16 @@ function changes(body: Record<string, unknown>, before: EndpointView): Record<st
   for (const [k, v] of Object.entries(body)) {
     if (sameVolumes && (k === 'networkVolumeId' || k === 'networkVolumeIds')) continue;
     const old = (before as unknown as Record<string, unknown>)[k];
+    // Which CUDA versions are allowed matters, not the order they were given in.
+    if (k === 'allowedCudaVersions' && plain(sorted(old)) === plain(sorted(v))) continue;
     if (plain(old) !== plain(v)) out[k] = v;
   }
   return out;
+}
+
+/** A sorted copy of a list (anything else as it is). */
+function sorted(x: unknown): unknown {
+  return Array.isArray(x) ? [...(x as string[])].sort() : x;
 }
 
 /** What the volume checklist means, as checked now: the supervisor mounts only the first attached volume. */
@@ -350,6 +367,55 @@ export function EndpointForm({
             ))}
           </div>
         </fieldset>
+      ) : null}
+      {values.computeType === 'GPU' ? (
+        <>
+          <fieldset className="field cuda-versions" aria-describedby="cuda-versions-hint">
+            <legend>Allowed CUDA versions</legend>
+            <small id="cuda-versions-hint" className="hint">
+              None checked: any version. Otherwise workers run only where the GPU driver's CUDA version is one checked.
+            </small>
+            <div className="checklist">
+              {CUDA_VERSIONS.map((c) => (
+                <label key={c}>
+                  <input
+                    type="checkbox"
+                    name="allowedCudaVersions"
+                    value={c}
+                    checked={values.cudaVersions.includes(c)}
+                    onChange={(e) =>
+                      set(
+                        'cudaVersions',
+                        e.target.checked ? [...values.cudaVersions, c] : values.cudaVersions.filter((x) => x !== c),
+                      )
+                    }
+                  />{' '}
+                  {c}
+                </label>
+              ))}
+            </div>
+          </fieldset>
+          <div className="form-grid">
+            <Field
+              label="Minimum CUDA version"
+              hint="Workers run only where the GPU driver's CUDA version is at least this."
+            >
+              {(props) => (
+                <select
+                  {...props}
+                  name="minCudaVersion"
+                  value={values.minCudaVersion}
+                  onChange={(e) => set('minCudaVersion', e.target.value)}
+                >
+                  <option value="">Any</option>
+                  {CUDA_VERSIONS.map((c) => (
+                    <option key={c}>{c}</option>
+                  ))}
+                </select>
+              )}
+            </Field>
+          </div>
+        </>
       ) : null}
       <fieldset className="field network-volumes" aria-describedby="network-volumes-hint">
         <legend>Network volumes</legend>
