@@ -126,6 +126,39 @@ export function ConfirmButton({
   );
 }
 
+/** Tick boxes for a set of choices; `selected` keeps the order in which they were ticked. */
+export function Checklist({
+  name,
+  choices,
+  selected,
+  onChange,
+}: {
+  /** The inputs' name (forms and tests find them by it). */
+  name?: string;
+  choices: ReadonlyArray<{ value: string; label: ReactNode }>;
+  selected: readonly string[];
+  onChange: (selected: string[]) => void;
+}) {
+  return (
+    <div className="checklist">
+      {choices.map((c) => (
+        <label key={c.value}>
+          <input
+            type="checkbox"
+            name={name}
+            value={c.value}
+            checked={selected.includes(c.value)}
+            onChange={(e) =>
+              onChange(e.target.checked ? [...selected, c.value] : selected.filter((x) => x !== c.value))
+            }
+          />{' '}
+          {c.label}
+        </label>
+      ))}
+    </div>
+  );
+}
+
 /** A labelled form control with its hint and its error, wired with aria-describedby / aria-invalid. */
 export function Field({
   label,

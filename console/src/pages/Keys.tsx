@@ -1,5 +1,5 @@
 import { useRef, useState, type FormEvent } from 'react';
-import { Badge, ConfirmButton, Empty, ErrorBanner, Field, Loading, Notice } from '../components/ui.tsx';
+import { Badge, Checklist, ConfirmButton, Empty, ErrorBanner, Field, Loading, Notice } from '../components/ui.tsx';
 import { dateTime } from '../format.ts';
 import { useAction, usePoll, useTitle } from '../hooks.ts';
 import { useClient, useSession } from '../session.tsx';
@@ -168,20 +168,11 @@ export function KeysPage() {
         {scope === 'restricted' ? (
           <fieldset className={`field${errors.endpointIds ? ' field-invalid' : ''}`}>
             <legend>Endpoints this key may use</legend>
-            <div className="checklist">
-              {(poll.data?.endpoints ?? []).map((e) => (
-                <label key={e.id}>
-                  <input
-                    type="checkbox"
-                    checked={endpointIds.includes(e.id)}
-                    onChange={(ev) =>
-                      setEndpointIds(ev.target.checked ? [...endpointIds, e.id] : endpointIds.filter((x) => x !== e.id))
-                    }
-                  />{' '}
-                  {e.name || e.id}
-                </label>
-              ))}
-            </div>
+            <Checklist
+              choices={(poll.data?.endpoints ?? []).map((e) => ({ value: e.id, label: e.name || e.id }))}
+              selected={endpointIds}
+              onChange={setEndpointIds}
+            />
             {errors.endpointIds ? <small className="field-error">{errors.endpointIds}</small> : null}
           </fieldset>
         ) : null}

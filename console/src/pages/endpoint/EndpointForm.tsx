@@ -1,7 +1,7 @@
 import { useRef, useState, type FormEvent } from 'react';
 import { CPU_FLAVOR_IDS, CUDA_VERSIONS, GPU_TYPE_IDS } from '../../../../src/domain/enums.ts';
 import { ENDPOINT_DEFAULTS } from '../../../../src/domain/resources.ts';
-import { ErrorBanner, Field } from '../../components/ui.tsx';
+import { Checklist, ErrorBanner, Field } from '../../components/ui.tsx';
 import { formatEnv, parseEnv } from '../../format.ts';
 import type { EndpointView, TemplateView, VolumeView } from '../../types.ts';
 
@@ -349,23 +349,11 @@ export function EndpointForm({
           <small id="gpu-types-hint" className="hint">
             None checked: any type.
           </small>
-          <div className="checklist">
-            {GPU_TYPE_IDS.map((g) => (
-              <label key={g}>
-                <input
-                  type="checkbox"
-                  checked={values.gpuTypeIds.includes(g)}
-                  onChange={(e) =>
-                    set(
-                      'gpuTypeIds',
-                      e.target.checked ? [...values.gpuTypeIds, g] : values.gpuTypeIds.filter((x) => x !== g),
-                    )
-                  }
-                />{' '}
-                {g}
-              </label>
-            ))}
-          </div>
+          <Checklist
+            choices={GPU_TYPE_IDS.map((g) => ({ value: g, label: g }))}
+            selected={values.gpuTypeIds}
+            onChange={(ids) => set('gpuTypeIds', ids)}
+          />
         </fieldset>
       ) : null}
       {values.computeType === 'GPU' ? (
@@ -375,25 +363,12 @@ export function EndpointForm({
             <small id="cuda-versions-hint" className="hint">
               None checked: any version. Otherwise workers run only where the GPU driver's CUDA version is one checked.
             </small>
-            <div className="checklist">
-              {CUDA_VERSIONS.map((c) => (
-                <label key={c}>
-                  <input
-                    type="checkbox"
-                    name="allowedCudaVersions"
-                    value={c}
-                    checked={values.cudaVersions.includes(c)}
-                    onChange={(e) =>
-                      set(
-                        'cudaVersions',
-                        e.target.checked ? [...values.cudaVersions, c] : values.cudaVersions.filter((x) => x !== c),
-                      )
-                    }
-                  />{' '}
-                  {c}
-                </label>
-              ))}
-            </div>
+            <Checklist
+              name="allowedCudaVersions"
+              choices={CUDA_VERSIONS.map((c) => ({ value: c, label: c }))}
+              selected={values.cudaVersions}
+              onChange={(versions) => set('cudaVersions', versions)}
+            />
           </fieldset>
           <div className="form-grid">
             <Field
@@ -423,25 +398,12 @@ export function EndpointForm({
           {volumeHint(values.volumeIds, volumes)}
         </small>
         {volumeChoices.length > 0 ? (
-          <div className="checklist">
-            {volumeChoices.map((v) => (
-              <label key={v.id}>
-                <input
-                  type="checkbox"
-                  name="volumeIds"
-                  value={v.id}
-                  checked={values.volumeIds.includes(v.id)}
-                  onChange={(e) =>
-                    set(
-                      'volumeIds',
-                      e.target.checked ? [...values.volumeIds, v.id] : values.volumeIds.filter((x) => x !== v.id),
-                    )
-                  }
-                />{' '}
-                {v.label}
-              </label>
-            ))}
-          </div>
+          <Checklist
+            name="volumeIds"
+            choices={volumeChoices.map((v) => ({ value: v.id, label: v.label }))}
+            selected={values.volumeIds}
+            onChange={(ids) => set('volumeIds', ids)}
+          />
         ) : null}
       </fieldset>
       <Field label="Environment" hint="One NAME=value per line; added to the template's." error={errors.env}>
