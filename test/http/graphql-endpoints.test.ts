@@ -208,6 +208,30 @@ describe('saveEndpoint fields and modify semantics', () => {
     expect(patched.json.instanceIds).toEqual(['cpu3g-4-16', 'cpu5c-4-8']);
   });
 
+  it('an endpoint made over REST without a name can be saved back as read (name ""); a new one still needs one', async () => {
+    const created = await t.api('POST', '/v1/endpoints', { templateId, workersMax: 2 });
+    expect(created.status, created.text).toBe(200);
+    const read = `query { myself { endpoint(id: "${created.json.id}") { name workersMax } } }`;
+    const seen = ok(await run(read), 'myself').endpoint;
+    expect(seen.name).toBe('');
+    const save = `mutation Save($input: EndpointInput!) { saveEndpoint(input: $input) { id name workersMax } }`;
+    const input = { id: created.json.id, name: seen.name, templateId, workersMax: 4 };
+    expect(ok(await run(save, { input }), 'saveEndpoint')).toMatchObject({ name: '', workersMax: 4 });
+    // A named endpoint is not renamed to nothing, and a new endpoint needs a name.
+    const named = ok(await run(save, { input: { id: created.json.id, name: 'named', templateId } }), 'saveEndpoint');
+    expect(named.name).toBe('named');
+    expect(
+      fails(
+        await run(save, { input: { id: created.json.id, name: ' ', templateId } }),
+        'saveEndpoint',
+        'VALIDATION_FAILED',
+      ),
+    ).toMatch(/name/);
+    expect(fails(await run(save, { input: { name: '', templateId } }), 'saveEndpoint', 'VALIDATION_FAILED')).toMatch(
+      /name/,
+    );
+  });
+
   it('empty locations (what the Python SDK sends) allow every data center, and REST reads them as every one', async () => {
     const doc = `mutation { saveEndpoint(input: {name: "anywhere", templateId: "${templateId}", gpuIds: "AMPERE_16", locations: ""}) { id locations } }`;
     const ep = ok(await run(doc), 'saveEndpoint');

@@ -69,12 +69,18 @@ const DAY_MS = 24 * 3600 * 1000;
 
 /**
  * The domain fields for a create or a modify. Undefined = keep (modify) or the domain default (create).
- * templateId is resolved by the caller (it may come from an inline template).
+ * templateId is resolved by the caller (it may come from an inline template). `storedName`: the modified endpoint's
+ * name; an endpoint created over REST may have none (its name is optional there), and saving back what was read
+ * (runpodctl's read-modify-write) sends that empty name again.
  */
-export function endpointFields(input: GqlEndpointInput): Omit<Partial<EndpointInput>, 'templateId'> {
+export function endpointFields(
+  input: GqlEndpointInput,
+  storedName?: string,
+): Omit<Partial<EndpointInput>, 'templateId'> {
   const given = (key: keyof GqlEndpointInput): boolean => key in input;
   const name = input.name.trim();
-  if (name === '' || name.length > 191) throw invalid('name', 'must have 1 to 191 characters');
+  const keepsNoName = name === '' && storedName === '';
+  if ((name === '' && !keepsNoName) || name.length > 191) throw invalid('name', 'must have 1 to 191 characters');
   if (input.modelReferences?.some((m) => m)) throw invalid('modelReferences', 'are not supported by Wharf');
   if (input.workersStandby !== undefined && input.workersStandby !== null) {
     intIn('workersStandby', input.workersStandby, 0, 1000);

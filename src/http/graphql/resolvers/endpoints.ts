@@ -18,14 +18,14 @@ async function volumeOf(ctx: GqlContext, id: string) {
 async function saveEndpoint(input: GqlEndpointInput, ctx: GqlContext): Promise<Endpoint> {
   const { resources } = ctx.deps;
   const userId = ctx.user.id;
-  const fields = endpointFields(input);
+  const stored = input.id ? await resources.getEndpoint(userId, input.id) : undefined;
+  const fields = endpointFields(input, stored?.name);
   let templateId = input.templateId?.trim() || undefined;
   // A new endpoint's id is chosen first, so that an inline template can be bound to it.
   const endpointId = input.id || newEndpointId();
   let inline: string | undefined;
   if (input.template) {
     if (templateId) throw invalid('template', 'cannot be given together with templateId');
-    if (input.id) await resources.getEndpoint(userId, input.id); // no orphan template for an unknown endpoint
     inline = templateId = (await createInlineTemplate(ctx, input.template, endpointId)).id;
   }
   try {
