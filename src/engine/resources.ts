@@ -258,6 +258,8 @@ function normalise(e: Endpoint): void {
   e.instanceIds = cpuInstanceIds(e);
   // An empty id is no volume (as GraphQL's `networkVolumeId: ""`).
   if (e.networkVolumeId === '') e.networkVolumeId = null;
+  // A volume is mounted once however often it is named (GraphQL's input drops repeats too).
+  e.networkVolumeIds = [...new Set(e.networkVolumeIds)];
 }
 
 /** An empty registry auth id is none, stored as null as GraphQL stores it (a change from null to "" is no change). */

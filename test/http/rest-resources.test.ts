@@ -147,11 +147,17 @@ describe('endpoints', () => {
     });
     const withVolume = await t.api('PATCH', `/v1/endpoints/${ep.id}`, { networkVolumeId: vol.id });
     expect(withVolume.json).toMatchObject({ networkVolumeId: vol.id, version: 4 });
+    // The same volume named twice is one volume (and naming it so again changes nothing).
+    const twice = await t.api('PATCH', `/v1/endpoints/${ep.id}`, { networkVolumeIds: [vol.id, vol.id] });
+    expect(twice.status, twice.text).toBe(200);
+    expect(twice.json.networkVolumeIds).toEqual([vol.id]);
+    const again = await t.api('PATCH', `/v1/endpoints/${ep.id}`, { networkVolumeIds: [vol.id, vol.id] });
+    expect(again.json.version).toBe(twice.json.version);
     // Its template: a new image rolls the endpoint; a new name or readme does not.
     await t.api('PATCH', `/v1/templates/${tpl.id}`, { name: `renamed-${tpl.id}`, readme: 'about' });
-    expect((await t.api('GET', `/v1/endpoints/${ep.id}`)).json.version).toBe(4);
+    expect((await t.api('GET', `/v1/endpoints/${ep.id}`)).json.version).toBe(again.json.version);
     await t.api('PATCH', `/v1/templates/${tpl.id}`, { imageName: 'img:next' });
-    expect((await t.api('GET', `/v1/endpoints/${ep.id}`)).json.version).toBe(5);
+    expect((await t.api('GET', `/v1/endpoints/${ep.id}`)).json.version).toBe(again.json.version + 1);
   });
 
   it('400 naming the field, 404 unknown, 204 delete', async () => {
