@@ -1,4 +1,5 @@
 import { createContext, useCallback, useContext, useMemo, useState, type ReactNode } from 'react';
+import { keyPrefix } from '../../src/domain/resources.ts';
 import { createClient, type WharfClient } from './api.ts';
 
 /**
@@ -9,7 +10,7 @@ const STORAGE_KEY = 'wharf.console.apiKey';
 
 export interface Session {
   client: WharfClient;
-  /** The first 10 characters of the key: what key listings show as its prefix. */
+  /** What key listings show as this key's prefix. */
   keyPrefix: string;
   signOut: () => void;
 }
@@ -48,7 +49,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
     setApiKey(key);
   }, []);
   const session = useMemo<Session | null>(
-    () => (apiKey ? { client: createClient(apiKey), keyPrefix: apiKey.slice(0, 10), signOut } : null),
+    () => (apiKey ? { client: createClient(apiKey), keyPrefix: keyPrefix(apiKey), signOut } : null),
     [apiKey, signOut],
   );
   const value = useMemo(() => ({ session, signIn }), [session, signIn]);

@@ -25,7 +25,7 @@ export interface ApiKey {
   userId: string;
   /** SHA-256 of the key, hex. The key itself is shown once and never stored. */
   hash: string;
-  /** First characters of the key, for listings. */
+  /** First characters of the key, for listings (keyPrefix). */
   prefix: string;
   name: string;
   scope: KeyScope;
@@ -33,6 +33,19 @@ export interface ApiKey {
   endpointIds: string[];
   createdAt: number;
   revokedAt: number | null;
+}
+
+/** What every API key Wharf generates starts with (engine/accounts.ts generateKey). */
+const GENERATED_KEY_START = 'wharf_';
+
+/**
+ * The characters of a key that listings show to tell keys apart: `wharf_` and 4 more for a key Wharf generated (4
+ * of its 40 random characters), the first 4 of a key an operator chose (WHARF_ADMIN_KEY, which may be 20 characters
+ * long). A listing, which a read-only key may see, never gives away a useful part of a key. A prefix stored whole
+ * (the first 10 characters, as before) gives the same answer, so older keys are shown the same way.
+ */
+export function keyPrefix(key: string): string {
+  return key.slice(0, key.startsWith(GENERATED_KEY_START) ? GENERATED_KEY_START.length + 4 : 4);
 }
 
 export type ScalerType = 'QUEUE_DELAY' | 'REQUEST_COUNT';

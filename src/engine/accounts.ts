@@ -1,6 +1,7 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import {
   alnumId,
+  keyPrefix,
   newUserId,
   type ApiKey,
   type KeyScope,
@@ -166,7 +167,7 @@ export class Accounts {
       id: alnumId(12),
       userId,
       hash: hashKey(key),
-      prefix: key.slice(0, 10),
+      prefix: keyPrefix(key),
       name,
       scope,
       endpointIds,

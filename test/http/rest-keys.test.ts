@@ -50,6 +50,28 @@ describe('API keys', () => {
     expect((await t.api('GET', '/v1/endpoints', undefined, { key: res.json.key })).status).toBe(200);
   });
 
+  it("a listing (which a read key may see) shows 4 characters of an operator's own key, not half of it", async () => {
+    // WHARF_ADMIN_KEY may be as short as 20 characters, and need not look like a generated key.
+    const chosen = 'correct-horse-battery-staple';
+    const dir = mkdtempSync(join(tmpdir(), 'wharf-prefix-'));
+    const own = await startTestServer({ dataDir: dir, adminKey: chosen });
+    try {
+      const reader = (await own.api('POST', '/v1/keys', { name: 'dashboard', scope: 'read' }, { key: chosen })).json;
+      expect(reader.prefix).toBe(reader.key.slice(0, 10)); // a generated key: `wharf_` and 4 of its 40 characters
+      const list = await own.api('GET', '/v1/keys', undefined, { key: reader.key });
+      expect(list.status).toBe(200);
+      const admin = list.json.find((k: { name: string }) => k.name === 'admin (WHARF_ADMIN_KEY)');
+      expect(admin.prefix).toBe('corr');
+      expect(list.text).not.toContain(chosen.slice(0, 5));
+      // Nor does the store hold more of it.
+      const stored = await own.server.store.listApiKeys(own.server.adminUserId);
+      expect(stored.find((k) => k.name === admin.name)?.prefix).toBe('corr');
+    } finally {
+      await own.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('bad input → 400 naming the field', async () => {
     expectError(await t.api('POST', '/v1/keys', { name: 'x', scope: 'god' }), 400, 'VALIDATION_FAILED', 'scope');
     expectError(

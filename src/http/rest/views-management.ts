@@ -1,4 +1,4 @@
-import type { ApiKey, NetworkVolume, User } from '../../domain/index.ts';
+import { keyPrefix, type ApiKey, type NetworkVolume, type User } from '../../domain/index.ts';
 
 /** REST v1 `NetworkVolume`. */
 export const volumeView = (v: NetworkVolume) => ({
@@ -8,11 +8,11 @@ export const volumeView = (v: NetworkVolume) => ({
   dataCenterId: v.dataCenterId,
 });
 
-/** An API key as listed: never the key or its hash. */
+/** An API key as listed: never the key or its hash, and only a few of its characters (keyPrefix). */
 export const keyView = (k: ApiKey) => ({
   id: k.id,
   name: k.name,
-  prefix: k.prefix,
+  prefix: keyPrefix(k.prefix),
   scope: k.scope,
   endpointIds: k.endpointIds,
   createdAt: new Date(k.createdAt).toISOString(),
