@@ -30,6 +30,8 @@ class FakeEngine {
   refuseStorageOpt = false;
   hasShell = true;
   failPull: string | null = null;
+  /** Repositories that pull only with these credentials, as a private registry's. */
+  privateRepos = new Map<string, { username: string; password: string }>();
   private exits = new Map<string, (s: { code: number; error: string | null }) => void>();
   private n = 0;
 
@@ -40,6 +42,10 @@ class FakeEngine {
   async pull(ref: string, auth?: unknown) {
     this.calls.push(['pull', ref, auth]);
     if (this.failPull) throw new DockerApiError(500, this.failPull);
+    const needs = this.privateRepos.get(ref);
+    if (needs && JSON.stringify(auth) !== JSON.stringify(needs)) {
+      throw new DockerApiError(404, `pull access denied for ${ref}, repository does not exist or may require login`);
+    }
     this.images.set(ref, { Id: `sha256:${ref}`, Config: { Entrypoint: null, Cmd: ['python', 'handler.py'] } });
   }
   async createContainer(name: string, body: any) {
@@ -235,6 +241,38 @@ describe('pulling', () => {
     expect(engine.calls.filter((c) => c[0] === 'pull')).toHaveLength(1);
     expect(warnings[0]).toContain('using the local copy');
     await expect(executor().start(spec({ imageName: 'absent/image' }), hooks)).rejects.toThrow(/registry unreachable/);
+  });
+
+  it("an image pulled with one template's registry credentials runs only for starts that can pull it themselves", async () => {
+    const ref = 'registry.example.com/acme/private:1';
+    const acme = { username: 'acme', password: 'acme-pw' };
+    engine.privateRepos.set(ref, acme);
+    await executor().start(spec({ imageName: ref, registryAuth: acme }), hooks);
+    // Another tenant names the same image, now on the host: without credentials that pull it, it does not run —
+    // whatever the pull policy, and after a restart of the server (each executor() is a new one).
+    const mallory = { username: 'mallory', password: 'guess' };
+    await executor().cleanupOrphans(); // as at a server's start: it keeps what it knows of private images
+    for (const [ex, registryAuth] of [
+      [executor(), undefined],
+      [executor(), mallory],
+      [executor({ pull: 'always' }), undefined],
+    ] as const) {
+      const start = ex.start(spec({ workerId: 'w0000000000002', imageName: ref, registryAuth }), hooks);
+      await expect(start).rejects.toThrow(/pull access denied/);
+    }
+    expect(engine.calls.filter((c) => c[0] === 'create')).toHaveLength(1);
+    expect(warnings.join('\n')).not.toContain('using the local copy');
+    // Credentials that pull it run it; once shown, the local copy serves them without a pull (policy missing).
+    const ex = executor();
+    await ex.start(spec({ workerId: 'w0000000000003', imageName: ref, registryAuth: acme }), hooks);
+    await ex.start(spec({ workerId: 'w0000000000004', imageName: ref, registryAuth: acme }), hooks);
+    expect(engine.calls.filter((c) => c[0] === 'create')).toHaveLength(3);
+    expect(engine.calls.filter((c) => c[0] === 'pull' && c[2] === acme)).toHaveLength(2);
+    // An image anyone may pull is public again: no more pulls for it.
+    engine.privateRepos.delete(ref);
+    await ex.start(spec({ workerId: 'w0000000000005', imageName: ref }), hooks);
+    await executor().start(spec({ workerId: 'w0000000000006', imageName: ref }), hooks);
+    expect(engine.calls.filter((c) => c[0] === 'pull')).toHaveLength(2 + 3 + 1);
   });
 
   it('normalises references', () => {

@@ -2,7 +2,9 @@
  * The Docker executor (DESIGN.md §3 "Executors and templates"): runs a template's image as one container per worker
  * through the Docker Engine API (docker-api.ts).
  *
- * - Image: pulled with the template's registry credentials according to the pull policy (default: when missing).
+ * - Image: pulled with the template's registry credentials according to the pull policy (default: when missing). An
+ *   image pulled with credentials is private: another start runs the host's copy only once its own pull of the image
+ *   (with its template's credentials, or none) succeeded, so one tenant cannot run another's private image by name.
  * - Command: the template's dockerEntrypoint and dockerStartCmd override the image's, as `docker run` would.
  * - Environment: the supervisor's (template, endpoint, worker-protocol variables), with RUNPOD_VOLUME_PATH pointing at
  *   /runpod-volume (a bind of the network volume's directory) and CUDA_VISIBLE_DEVICES numbering the container's GPUs.
@@ -20,7 +22,7 @@
  * wrapper; images without /bin/sh run without the wrapper and are simply not reused.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
@@ -108,6 +110,11 @@ export class DockerExecutor implements Executor {
   private readonly live = new Map<string, Live>();
   private readonly kept = new Map<string, Kept>();
   private readonly pulls = new Map<string, Promise<ImageInfo>>();
+  /**
+   * Images (by id) pulled with registry credentials, each with the credentials (fingerprints) whose pull of it
+   * succeeded in this process. The ids are kept in the state directory: after a restart every start shows again.
+   */
+  private readonly privateImages: Map<string, Set<string>>;
   /** Image id → whether it has /bin/sh (the FlashBoot wrapper needs it). */
   private readonly hasShell = new Map<string, boolean>();
   private diskLimitWorks = true;
@@ -129,6 +136,7 @@ export class DockerExecutor implements Executor {
       init: opts.init ?? true,
     };
     this.warn = opts.onWarning ?? (() => {});
+    this.privateImages = new Map(readPrivateImages(this.o.stateDir).map((id) => [id, new Set()]));
   }
 
   validateImage(imageName: string): string | null {
@@ -198,7 +206,8 @@ export class DockerExecutor implements Executor {
   /**
    * Containers of this node that no worker of this run owns: running ones are removed (the server that started them
    * is gone, and with it their keys); stopped reusable ones are adopted for FlashBoot while there is room.
-   * Env directories without a container go too. Returns how many containers were removed.
+   * Env directories without a container go too (not the list of private images). Returns how many containers were
+   * removed.
    */
   async cleanupOrphans(): Promise<number> {
     // The supervisor calls this first when it (re)starts, e.g. on regaining leadership after a stopAll.
@@ -233,6 +242,7 @@ export class DockerExecutor implements Executor {
       removed += 1;
     }
     for (const entry of safeReaddir(this.o.stateDir)) {
+      if (entry === PRIVATE_IMAGES_FILE) continue;
       const dir = join(this.o.stateDir, entry);
       if (!dirsInUse.has(dir)) rmSync(dir, { recursive: true, force: true });
     }
@@ -246,31 +256,47 @@ export class DockerExecutor implements Executor {
 
   private async ensureImage(spec: WorkerSpec): Promise<ImageInfo> {
     const { reference } = parseImageRef(spec.imageName);
-    const pending = this.pulls.get(reference);
+    const who = credentialsOf(spec);
+    // Not shared between credentials: one start's pull must not vouch for another's.
+    const key = `${reference}\0${who}`;
+    const pending = this.pulls.get(key);
     if (pending) return pending;
     const p = (async () => {
       const local = await this.client.inspectImage(reference);
-      if (local && this.o.pull !== 'always') return local;
+      // A private image on the host runs only for credentials that pulled it: others pull it first, without fallback.
+      const unproven = local !== null && this.privateImages.get(local.Id)?.has(who) === false;
+      if (local && this.o.pull !== 'always' && !unproven) return local;
       if (this.o.pull === 'never') {
+        if (local)
+          throw new Error(`image ${reference} was pulled with other registry credentials; the pull policy is 'never'`);
         throw new Error(`image ${reference} is not on this Docker host and the pull policy is 'never'`);
       }
       try {
         await this.client.pull(reference, spec.registryAuth);
       } catch (e) {
-        if (!local) throw e;
+        if (!local || unproven) throw e;
         this.warn(`pull of ${reference} failed, using the local copy: ${(e as Error).message}`);
         return local;
       }
       const pulled = await this.client.inspectImage(reference);
       if (!pulled) throw new Error(`image ${reference} is missing right after its pull`);
+      this.pulledBy(pulled.Id, spec.registryAuth === undefined ? null : who);
       return pulled;
     })();
-    this.pulls.set(reference, p);
+    this.pulls.set(key, p);
     try {
       return await p;
     } finally {
-      this.pulls.delete(reference);
+      this.pulls.delete(key);
     }
+  }
+
+  /** A pull of image `id` succeeded with these credentials (null: with none, so anyone may run it). */
+  private pulledBy(id: string, who: string | null): void {
+    const before = this.privateImages.size;
+    if (who === null) this.privateImages.delete(id);
+    else this.privateImages.set(id, (this.privateImages.get(id) ?? new Set()).add(who));
+    if (this.privateImages.size !== before) writePrivateImages(this.o.stateDir, [...this.privateImages.keys()]);
   }
 
   private containerEnv(spec: WorkerSpec): Record<string, string> {
@@ -578,6 +604,31 @@ function writeEnvFile(dir: string, env: Record<string, string>): void {
   mkdirSync(dir, { recursive: true, mode: 0o755 });
   // Readable by the container's user whoever it is; the directory lives in the server's 0700 data directory.
   writeFileSync(join(dir, 'env'), envFileText(env), { mode: 0o644 });
+}
+
+/** Who pulls for a start: a fingerprint of its registry credentials (kept in memory only), or `anonymous`. */
+function credentialsOf(spec: Pick<WorkerSpec, 'registryAuth'>): string {
+  if (spec.registryAuth === undefined) return 'anonymous';
+  const { username, password } = spec.registryAuth;
+  return createHash('sha256')
+    .update(JSON.stringify([username, password]))
+    .digest('hex');
+}
+
+const PRIVATE_IMAGES_FILE = 'private-images.json';
+
+function readPrivateImages(stateDir: string): string[] {
+  try {
+    const ids: unknown = JSON.parse(readFileSync(join(stateDir, PRIVATE_IMAGES_FILE), 'utf8'));
+    return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [];
+  } catch {
+    return []; // none yet
+  }
+}
+
+function writePrivateImages(stateDir: string, ids: string[]): void {
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  writeFileSync(join(stateDir, PRIVATE_IMAGES_FILE), JSON.stringify(ids), { mode: 0o600 });
 }
 
 /** Docker reports a process killed by signal N as exit status 128 + N. */
