@@ -6,7 +6,8 @@
 // and answers like an OpenAI server, without a model: the "assistant" repeats the last user message back, word by
 // word. Streams yield chat.completion.chunk objects (chat) or SSE text as the vLLM worker sends it (completions).
 //
-// Test knobs: `metadata.delay_ms` waits that long before each streamed token; `model: "fail"` throws.
+// Test knobs: `metadata.delay_ms` waits that long before each streamed token; `model: "fail"` throws; `"missing"`,
+// `"invalid"`, `"silent"` and `"unstreamed"` answer as described in the handler.
 
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -136,6 +137,12 @@ async function handler(job: Job<OpenAiJob>, ctx: HandlerContext) {
   // What the vLLM worker answers for a model it does not serve: its error object as the output, not an exception.
   if (req.model === 'missing') {
     return { object: 'error', message: 'The model `missing` does not exist.', type: 'NotFoundError', code: 404 };
+  }
+  // What the vLLM worker does with a request vLLM refuses (a bad parameter): its handler is a generator, so even a
+  // streamed request gets the error object as a stream chunk, not SSE text.
+  if (req.model === 'invalid') {
+    const error = { object: 'error', message: 'max_tokens must be at least 1', type: 'BadRequestError', code: 400 };
+    return req.stream ? paced([error], 0, ctx.signal) : error;
   }
   if (req.model === 'silent') return null;
   // A worker that never streams: its whole answer, even when the request asked for a stream.

@@ -158,6 +158,21 @@ describe('OpenAI-compatible routes with the official client', () => {
     expect((silent as Error).message).toMatch(/without output/);
   });
 
+  it('vLLM’s error object streamed as a chunk (how the vLLM worker refuses a bad streamed request) is raised', async () => {
+    const stream = await client.chat.completions.create({ model: 'invalid', messages, stream: true });
+    const chunks: unknown[] = [];
+    const error = await (async () => {
+      for await (const chunk of stream) chunks.push(chunk);
+    })().catch((e: unknown) => e);
+    // Not handed to the caller as a chat.completion.chunk without choices.
+    expect(chunks).toEqual([]);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect((error as Error).message).toMatch(/max_tokens must be at least 1/);
+    await expect(client.chat.completions.create({ model: 'invalid', messages })).rejects.toBeInstanceOf(
+      OpenAI.BadRequestError,
+    );
+  });
+
   it('a bad key is an AuthenticationError, an unknown endpoint a NotFoundError', async () => {
     const badKey = new OpenAI({ baseURL: `${t.url}/v2/${ep}/openai/v1`, apiKey: 'nope', maxRetries: 0 });
     await expect(badKey.models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);

@@ -49,6 +49,10 @@ describe('OpenAI route: worker output to HTTP', () => {
     expect(sseOfChunk('{"output":"data: {\\"a\\":1}"}')).toBe('data: {"a":1}\n\n');
     expect(sseOfChunk('{"output":{"a":1}}')).toBe('data: {"a":1}\n\n');
     expect(sseOfChunk('{"output":[{"a":1},"data: [DONE]\\n\\n"]}')).toBe('data: {"a":1}\n\ndata: [DONE]\n\n');
+    // vLLM's error object, as the vLLM worker streams it: an error event the clients raise.
+    expect(sseOfChunk('{"output":{"object":"error","message":"bad","type":"BadRequestError","code":400}}')).toBe(
+      'data: {"error":{"message":"bad","type":"BadRequestError","param":null,"code":400}}\n\n',
+    );
     expect(sseOfChunk('{"metrics":{}}')).toBe('');
     expect(sseOfChunk('not json')).toBe('');
     expect(hasDone('data: {"a":1}\n\ndata: [DONE]\n\n')).toBe(true);

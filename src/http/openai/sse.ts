@@ -48,6 +48,10 @@ function sseOf(output: unknown): string {
     // An event ends with a blank line; a worker that forgot it must not glue two events together.
     return output.endsWith('\n\n') ? output : output.endsWith('\n') ? `${output}\n` : `${output}\n\n`;
   }
+  // vLLM's error object, which the vLLM worker yields as a chunk for a request vLLM refuses: an error event, which
+  // the OpenAI clients raise (passed on as it is, they would hand it to the caller as a chunk without `choices`).
+  const error = vllmErrorOf(output);
+  if (error) return `data: ${error.body}\n\n`;
   return `data: ${JSON.stringify(output)}\n\n`;
 }
 
@@ -100,20 +104,27 @@ export function answerOf(outputJson: string): { status: number; body: string } |
   let out: unknown = JSON.parse(outputJson);
   if (Array.isArray(out) && out.length === 1) out = out[0];
   if (out === null || out === undefined) return null;
-  if (typeof out === 'object' && !Array.isArray(out) && (out as { object?: unknown }).object === 'error') {
-    const e = out as { message?: unknown; type?: unknown; param?: unknown; code?: unknown };
-    const status = typeof e.code === 'number' && e.code >= 400 && e.code <= 599 ? e.code : 400;
-    return {
-      status,
-      body: JSON.stringify({
-        error: {
-          message: typeof e.message === 'string' ? e.message : 'the worker reported an error',
-          type: typeof e.type === 'string' ? e.type : openAiErrorType(status),
-          param: e.param ?? null,
-          code: e.code ?? null,
-        },
-      }),
-    };
-  }
-  return { status: 200, body: JSON.stringify(out) };
+  return vllmErrorOf(out) ?? { status: 200, body: JSON.stringify(out) };
+}
+
+/**
+ * vLLM's own error object (`{"object": "error", "message", "type", "code": 400}`) as the OpenAI error body with its
+ * status; null for anything else.
+ */
+function vllmErrorOf(out: unknown): { status: number; body: string } | null {
+  if (typeof out !== 'object' || out === null || Array.isArray(out)) return null;
+  if ((out as { object?: unknown }).object !== 'error') return null;
+  const e = out as { message?: unknown; type?: unknown; param?: unknown; code?: unknown };
+  const status = typeof e.code === 'number' && e.code >= 400 && e.code <= 599 ? e.code : 400;
+  return {
+    status,
+    body: JSON.stringify({
+      error: {
+        message: typeof e.message === 'string' ? e.message : 'the worker reported an error',
+        type: typeof e.type === 'string' ? e.type : openAiErrorType(status),
+        param: e.param ?? null,
+        code: e.code ?? null,
+      },
+    }),
+  };
 }
