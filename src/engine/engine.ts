@@ -280,7 +280,10 @@ export class JobEngine {
     return this.waitForFinal(endpointId, jobId, waitMs ?? this.opts.statusSyncWaitMs, signal);
   }
 
-  /** Chunks this consumer has not seen; long-polls while there are none and the job is still running. */
+  /**
+   * Chunks this consumer has not seen; long-polls while there are none and the job is still running. `attempt` is the
+   * attempt that streamed them (null without chunks): a lost worker's job is run again from its start.
+   */
   async stream(endpointId: string, jobId: string, consumer: string, waitMs: number | undefined, signal?: AbortSignal) {
     const deadline = this.clock.now() + (waitMs ?? this.opts.streamWaitMs);
     for (;;) {
@@ -317,7 +320,7 @@ export class JobEngine {
     consumer: string,
     job: Job,
     read: StreamRead,
-  ): Promise<{ status: JobStatus; chunks: string[] }> {
+  ): Promise<{ status: JobStatus; chunks: string[]; attempt: number | null }> {
     let { chunks, more } = read;
     if (isTerminal(job.status) && chunks.length > 0 && !more) {
       const used = chunks.reduce((n, c) => n + c.length, 0);
@@ -325,7 +328,7 @@ export class JobEngine {
       chunks = chunks.concat(rest.chunks);
       more = rest.more;
     }
-    return { status: more && isTerminal(job.status) ? 'IN_PROGRESS' : job.status, chunks };
+    return { status: more && isTerminal(job.status) ? 'IN_PROGRESS' : job.status, chunks, attempt: read.attempt };
   }
 
   async cancel(endpointId: string, jobId: string): Promise<Job> {

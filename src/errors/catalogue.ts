@@ -160,6 +160,12 @@ export const ERRORS = {
     message: 'No answer from a worker within {seconds} s; job {jobId} was cancelled',
     doc: 'An `/openai/*` request waited 300 s without a result (or, streaming, without a chunk); its job was cancelled.',
   },
+  OPENAI_STREAM_INTERRUPTED: {
+    status: 502,
+    message:
+      'The worker streaming job {jobId} was lost after part of the answer was sent; the job was cancelled rather than run again from its start',
+    doc: 'A streamed `/openai/*` request whose worker was lost mid-answer (its job went back to the queue): a new attempt would repeat the part already sent.',
+  },
   STORE_UNAVAILABLE: {
     status: 503,
     message: 'The job store is unavailable: {reason}',

@@ -107,6 +107,11 @@ export interface StreamRead {
   chunks: string[];
   /** More chunks wait after these: the read stopped at its size bound. */
   more: boolean;
+  /**
+   * The attempt whose worker streamed these chunks (null when none were read). The stored chunks are always those of
+   * the job's current attempt: a requeue drops them, and a reader that already passed some on sees the number change.
+   */
+  attempt: number | null;
 }
 
 export interface JobStore {

@@ -14,7 +14,7 @@ let worker: Proc;
 let client: OpenAI;
 
 /** The example OpenAI worker as a process, with the worker-protocol variables a Wharf executor injects. */
-function spawnOpenAiWorker(url: string, endpointId: string, apiKey: string): Proc {
+function spawnOpenAiWorker(url: string, endpointId: string, apiKey: string, podId = 'openaiworker01'): Proc {
   const base = `${url}/v2/${endpointId}`;
   return spawnProc(['examples/openai-ts/worker.ts'], {
     PATH: process.env.PATH,
@@ -23,7 +23,7 @@ function spawnOpenAiWorker(url: string, endpointId: string, apiKey: string): Pro
     RUNPOD_WEBHOOK_POST_STREAM: `${base}/job-stream/$RUNPOD_POD_ID/$ID?gpu=x`,
     RUNPOD_WEBHOOK_PING: `${base}/ping/$RUNPOD_POD_ID?gpu=x`,
     RUNPOD_AI_API_KEY: apiKey,
-    RUNPOD_POD_ID: 'openaiworker01',
+    RUNPOD_POD_ID: podId,
     RUNPOD_PING_INTERVAL: '1000',
     RUNPOD_ENDPOINT_ID: endpointId,
     WHARF_WORKER_RETRY_BASE_MS: '100',
@@ -220,4 +220,31 @@ describe('OpenAI-compatible routes with the official client', () => {
     expect(Date.now() - started).toBeLessThan(8000);
     expect(worker.alive()).toBe(true);
   });
+
+  // Last: it kills the worker.
+  it('a worker lost mid-stream ends the stream with an error, not with a rerun of the answer after its start', async () => {
+    const { data: stream, response } = await client.chat.completions
+      .create({ model: 'wharf-echo', messages, stream: true, max_tokens: 40, metadata: { delay_ms: '100' } })
+      .withResponse();
+    const jobId = response.headers.get('x-wharf-job-id');
+    let text = '';
+    let killed = false;
+    const read = (async () => {
+      for await (const chunk of stream) {
+        text += chunk.choices[0]?.delta.content ?? '';
+        // The worker dies after part of the answer; another takes the job once the lease (5 s) runs out.
+        if (text.includes('more2') && !killed) {
+          killed = true;
+          await worker.kill('SIGKILL');
+          worker = spawnOpenAiWorker(t.url, ep, t.key, 'openaiworker02');
+        }
+      }
+    })().catch((e: unknown) => e);
+    const error = await read;
+    expect(text.match(/You said/g)).toHaveLength(1);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect((error as Error).message).toMatch(/lost/);
+    // Nobody reads the rerun: the job is cancelled, not left to run for nothing.
+    expect((await t.api('GET', `/v2/${ep}/status/${jobId}`)).json.status).toBe('CANCELLED');
+  }, 30_000);
 });

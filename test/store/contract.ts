@@ -259,15 +259,34 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect((await store.readChunks(ep, j.id, 'k2', MAX)).chunks).toEqual(['{"output":"a"}', '{"output":"b"}']);
       });
 
+      it('names the attempt that streamed the chunks: a lost worker’s chunks go, the next attempt’s are its own', async () => {
+        const j = await store.submitJob(newJob(ep));
+        await store.takeJobs(ep, 'w1', 1, T0 + 5);
+        await store.appendChunks(ep, j.id, 'w1', ['{"output":"a"}'], T0 + 7);
+        expect(await store.readChunks(ep, j.id, 'k', MAX)).toMatchObject({ chunks: ['{"output":"a"}'], attempt: 1 });
+        await store.releaseWorkerJobs('w1', T0 + 8, 3, 'lost');
+        await store.takeJobs(ep, 'w2', 1, T0 + 9);
+        await store.appendChunks(ep, j.id, 'w2', ['{"output":"a"}'], T0 + 10);
+        expect(await store.readChunks(ep, j.id, 'k', MAX)).toMatchObject({ chunks: ['{"output":"a"}'], attempt: 2 });
+      });
+
       it('returns at most the size bound of chunks (always one), and says when more wait', async () => {
         const j = await store.submitJob(newJob(ep));
         await store.takeJobs(ep, 'w1', 1, T0 + 5);
         const chunk = (n: number) => `{"output":"${String(n).repeat(10)}"}`; // 24 characters each
         await store.appendChunks(ep, j.id, 'w1', [1, 2, 3, 4, 5].map(chunk), T0 + 7);
-        expect(await store.readChunks(ep, j.id, 'k', 50)).toEqual({ chunks: [chunk(1), chunk(2)], more: true });
-        expect(await store.readChunks(ep, j.id, 'k', 10)).toEqual({ chunks: [chunk(3)], more: true });
-        expect(await store.readChunks(ep, j.id, 'k', 1000)).toEqual({ chunks: [chunk(4), chunk(5)], more: false });
-        expect(await store.readChunks(ep, j.id, 'k', 1000)).toEqual({ chunks: [], more: false });
+        expect(await store.readChunks(ep, j.id, 'k', 50)).toEqual({
+          chunks: [chunk(1), chunk(2)],
+          more: true,
+          attempt: 1,
+        });
+        expect(await store.readChunks(ep, j.id, 'k', 10)).toEqual({ chunks: [chunk(3)], more: true, attempt: 1 });
+        expect(await store.readChunks(ep, j.id, 'k', 1000)).toEqual({
+          chunks: [chunk(4), chunk(5)],
+          more: false,
+          attempt: 1,
+        });
+        expect(await store.readChunks(ep, j.id, 'k', 1000)).toEqual({ chunks: [], more: false, attempt: null });
       });
     });
 

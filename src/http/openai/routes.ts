@@ -112,11 +112,19 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
     };
     const pump = async (): Promise<void> => {
       let done = false;
-      let streamed = false;
+      /** The attempt whose chunks went out; null until the first. */
+      let sentAttempt: number | null = null;
       let lastActivity = engine.clock.now();
       for (;;) {
         const res = await engine.stream(endpointId, jobId, 'openai', KEEPALIVE_MS, gone);
         if (gone.aborted) return;
+        if (sentAttempt !== null && lostAfterSending(res, sentAttempt)) {
+          // Its worker was lost and the job went back to the queue: the next attempt would stream the answer again
+          // from its start, after the part the client already has. Nobody can read that run: stop it.
+          await cancelQuietly(request, endpointId, jobId);
+          write(`data: ${openAiErrorBody(new WharfError('OPENAI_STREAM_INTERRUPTED', { jobId }))}\n\n`);
+          return;
+        }
         for (const chunk of res.chunks) {
           const text = sseOfChunk(chunk);
           done ||= hasDone(text);
@@ -124,7 +132,7 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
         }
         if (res.chunks.length > 0) {
           lastActivity = engine.clock.now();
-          streamed = true;
+          sentAttempt = res.attempt;
         }
         // Terminal with chunks just read: one more read drains any chunk that landed between chunks and status.
         if (isTerminal(res.status) && res.chunks.length === 0) {
@@ -132,7 +140,7 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
             write(`data: ${openAiErrorBody(failure(await engine.getJob(endpointId, jobId)))}\n\n`);
             return;
           }
-          if (!streamed) {
+          if (sentAttempt === null) {
             // Completed without streaming anything: the output is the answer, as for a non-streaming request. No
             // output, or vLLM's error object, ends the stream with an error event instead of an empty success.
             const job = await engine.getJob(endpointId, jobId);
@@ -216,6 +224,12 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
   app.all<{ Params: EP }>('/v2/:endpointId/openai/*', { ...common, exposeHeadRoute: false }, async (request) => {
     throw new WharfError('ROUTE_NOT_FOUND', { method: request.method, url: request.url.split('?')[0] });
   });
+}
+
+/** Whether a stream read shows that the attempt whose chunks were sent is over without finishing the job. */
+function lostAfterSending(read: { status: string; chunks: string[]; attempt: number | null }, sent: number): boolean {
+  if (read.status === 'IN_QUEUE') return true;
+  return read.chunks.length > 0 && read.attempt !== sent;
 }
 
 /** The error for a job that ended without an answer, with the worker's error when it gave one. */

@@ -237,17 +237,18 @@ export function jobVerbs(db: Db): JobVerbs {
     readChunks(endpointId, jobId, consumer, maxChars) {
       return db.tx(async (c) => {
         // Locked: two reads by one consumer at once must not both return the same chunks.
-        if (!(await lockJob(c, endpointId, jobId))) return { chunks: [], more: false };
+        if (!(await lockJob(c, endpointId, jobId))) return { chunks: [], more: false, attempt: null };
         const cursor = await c.query<{ seq: number }>(
           'SELECT seq FROM stream_cursors WHERE job_id = $1 AND consumer = $2',
           [jobId, consumer],
         );
         // The chunks that fit in the bound (the first always goes), from a page of the oldest: a read costs the same
         // however long the backlog is. octet_length reads a stored value's size without decompressing it.
-        const rows = await c.query<{ seq: number; body: string }>(
-          `SELECT seq, body FROM (
-             SELECT seq, body, SUM(octet_length(body)) OVER (ORDER BY seq) AS upto, ROW_NUMBER() OVER (ORDER BY seq) AS n
-             FROM (SELECT seq, body FROM stream_chunks WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $4) page
+        const rows = await c.query<{ seq: number; attempt: number; body: string }>(
+          `SELECT seq, attempt, body FROM (
+             SELECT seq, attempt, body, SUM(octet_length(body)) OVER (ORDER BY seq) AS upto,
+               ROW_NUMBER() OVER (ORDER BY seq) AS n
+             FROM (SELECT seq, attempt, body FROM stream_chunks WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $4) page
            ) sized
            WHERE upto <= $3 OR n = 1 ORDER BY seq`,
           [jobId, cursor.rows[0]?.seq ?? 0, maxChars, STREAM_PAGE_ROWS],
@@ -264,7 +265,7 @@ export function jobVerbs(db: Db): JobVerbs {
           last !== undefined &&
           (await c.query('SELECT 1 FROM stream_chunks WHERE job_id = $1 AND seq > $2 LIMIT 1', [jobId, last.seq])).rows
             .length > 0;
-        return { chunks: rows.rows.map((r) => r.body), more };
+        return { chunks: rows.rows.map((r) => r.body), more, attempt: last?.attempt ?? null };
       });
     },
 

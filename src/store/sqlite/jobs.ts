@@ -181,18 +181,18 @@ export class SqliteJobs {
   }
 
   readChunks(endpointId: string, jobId: string, consumer: string, maxChars: number): StreamRead {
-    if (!this.row(endpointId, jobId)) return { chunks: [], more: false };
+    if (!this.row(endpointId, jobId)) return { chunks: [], more: false, attempt: null };
     const cursor = this.q('SELECT seq FROM stream_cursors WHERE job_id = ? AND consumer = ?').get(jobId, consumer) as
       { seq: number } | undefined;
     const chunks: string[] = [];
     let chars = 0;
     let lastSeq = 0;
     let more = false;
+    let attempt: number | null = null;
     // Row by row, so a backlog far past the bound (hundreds of 1 MB chunks) is never read into memory at once.
-    const rows = this.q('SELECT seq, body FROM stream_chunks WHERE job_id = ? AND seq > ? ORDER BY seq').iterate(
-      jobId,
-      cursor?.seq ?? 0,
-    ) as Iterable<{ seq: number; body: string }>;
+    const rows = this.q(
+      'SELECT seq, attempt, body FROM stream_chunks WHERE job_id = ? AND seq > ? ORDER BY seq',
+    ).iterate(jobId, cursor?.seq ?? 0) as Iterable<{ seq: number; attempt: number; body: string }>;
     for (const r of rows) {
       if (chunks.length > 0 && chars + r.body.length > maxChars) {
         more = true;
@@ -201,6 +201,7 @@ export class SqliteJobs {
       chunks.push(r.body);
       chars += r.body.length;
       lastSeq = r.seq;
+      attempt = r.attempt;
     }
     if (chunks.length > 0) {
       this.q(
@@ -208,7 +209,7 @@ export class SqliteJobs {
          ON CONFLICT (job_id, consumer) DO UPDATE SET seq = excluded.seq`,
       ).run(jobId, consumer, lastSeq);
     }
-    return { chunks, more };
+    return { chunks, more, attempt };
   }
 
   private addStop(workerId: string, jobId: string, now: number): void {
