@@ -25,6 +25,7 @@ interface OpenAiRequest {
   max_tokens?: number;
   max_completion_tokens?: number;
   encoding_format?: 'float' | 'base64';
+  tools?: Array<{ type: string; function?: { name: string } }>;
   metadata?: Record<string, string>;
 }
 
@@ -72,6 +73,30 @@ function chat(req: OpenAiRequest, signal: AbortSignal) {
   const tokens = replyTokens(prompt, req.max_tokens ?? req.max_completion_tokens);
   const id = `chatcmpl-${Date.now().toString(36)}`;
   const model = req.model ?? MODEL;
+  const tool = req.tools?.find((t) => t.type === 'function')?.function;
+  if (!req.stream && tool) {
+    // Given functions (answered whole only): it calls the first with the message as its argument.
+    const call = {
+      id: `call-${id}`,
+      type: 'function',
+      function: { name: tool.name, arguments: JSON.stringify({ text: prompt }) },
+    };
+    return {
+      id,
+      object: 'chat.completion',
+      created: now(),
+      model,
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: null, tool_calls: [call] },
+          finish_reason: 'tool_calls',
+          logprobs: null,
+        },
+      ],
+      usage: usage(prompt, []),
+    };
+  }
   if (!req.stream) {
     return {
       id,

@@ -152,6 +152,18 @@ describe('OpenAI-compatible routes with the official client', () => {
     expect(whole).toHaveLength(1);
     expect(whole[0]!.object).toBe('chat.completion.chunk');
     expect(whole[0]!.choices[0]!.delta.content).toBeTruthy();
+    // A whole answer with a tool call, read by the client's stream helper, which needs each tool call's `index`.
+    const runner = client.chat.completions.stream({
+      model: 'unstreamed',
+      messages,
+      tools: [{ type: 'function', function: { name: 'echo', parameters: { type: 'object' } } }],
+    });
+    const final = await runner.finalChatCompletion();
+    expect(final.choices[0]?.message.tool_calls?.[0]).toMatchObject({
+      type: 'function',
+      function: { name: 'echo', arguments: '{"text":"hello there"}' },
+    });
+    expect(final.choices[0]?.finish_reason).toBe('tool_calls');
     // No output at all: an error, not an empty success.
     const silent = await drain('silent').catch((e: unknown) => e);
     expect(silent).toBeInstanceOf(OpenAI.APIError);

@@ -35,6 +35,14 @@ describe('OpenAI route: worker output to HTTP', () => {
       model: 'm',
       choices: [{ index: 0, delta: { role: 'assistant', content: 'hi' }, logprobs: null, finish_reason: 'stop' }],
     });
+    // Tool calls get the `index` a delta's carry.
+    const call = { id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } };
+    const withTool = {
+      ...completion,
+      choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [call] } }],
+    };
+    const [toolEvent] = sseOfFinalOutput(JSON.stringify(withTool)).split('\n\n');
+    expect(JSON.parse(toolEvent!.replace(/^data: /, '')).choices[0].delta.tool_calls).toEqual([{ index: 0, ...call }]);
     // Aggregated SSE text (a list of strings) is sent as the chunks would have been, not JSON-quoted.
     expect(sseOfFinalOutput('["data: {\\"a\\":1}\\n\\n","data: [DONE]\\n\\n"]')).toBe(
       'data: {"a":1}\n\ndata: [DONE]\n\n',

@@ -69,7 +69,7 @@ export function sseOfFinalOutput(outputJson: string): string {
       object: 'chat.completion.chunk',
       choices: out.choices.map((c) => ({
         index: c.index ?? 0,
-        delta: c.message ?? {},
+        delta: deltaOf(c.message),
         logprobs: c.logprobs ?? null,
         finish_reason: c.finish_reason ?? null,
       })),
@@ -79,6 +79,22 @@ export function sseOfFinalOutput(outputJson: string): string {
 }
 
 type ChatChoice = { index?: number; message?: unknown; logprobs?: unknown; finish_reason?: unknown };
+
+/**
+ * A whole message as a chunk's `delta`. A delta's tool calls carry their position (`index`), which a message's do not:
+ * the clients build the calls up by it (the openai stream helpers throw on a tool call without one).
+ */
+function deltaOf(message: unknown): unknown {
+  if (typeof message !== 'object' || message === null) return {};
+  const toolCalls = (message as { tool_calls?: unknown }).tool_calls;
+  if (!Array.isArray(toolCalls)) return message;
+  return {
+    ...message,
+    tool_calls: toolCalls.map((call: unknown, index) =>
+      typeof call === 'object' && call !== null ? { index, ...call } : call,
+    ),
+  };
+}
 
 function isChatCompletion(v: unknown): v is { object: 'chat.completion'; choices: ChatChoice[] } {
   return (
