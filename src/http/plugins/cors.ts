@@ -34,7 +34,7 @@ export function parseCorsOrigins(spec: string): CorsOrigins {
 export function registerCors(app: FastifyInstance, origins: CorsOrigins): void {
   void app.register(cors, {
     // The preflight is answered in an onRequest hook, before any key check (a preflight carries no key).
-    origin: origins === '*' ? '*' : origins,
+    origin: origins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     // A browser may read these of an answer: the request id to quote, and the rate limits' hints.
     exposedHeaders: ['x-request-id', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
