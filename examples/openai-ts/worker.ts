@@ -74,6 +74,15 @@ function chat(req: OpenAiRequest, signal: AbortSignal) {
   const id = `chatcmpl-${Date.now().toString(36)}`;
   const model = req.model ?? MODEL;
   const tool = req.tools?.find((t) => t.type === 'function')?.function;
+  // A whole answer (not streamed): one choice with `message`.
+  const whole = (message: Record<string, unknown>, finishReason: string, completion: string[]) => ({
+    id,
+    object: 'chat.completion',
+    created: now(),
+    model,
+    choices: [{ index: 0, message, finish_reason: finishReason, logprobs: null }],
+    usage: usage(prompt, completion),
+  });
   if (!req.stream && tool) {
     // Given functions (answered whole only): it calls the first with the message as its argument.
     const call = {
@@ -81,34 +90,9 @@ function chat(req: OpenAiRequest, signal: AbortSignal) {
       type: 'function',
       function: { name: tool.name, arguments: JSON.stringify({ text: prompt }) },
     };
-    return {
-      id,
-      object: 'chat.completion',
-      created: now(),
-      model,
-      choices: [
-        {
-          index: 0,
-          message: { role: 'assistant', content: null, tool_calls: [call] },
-          finish_reason: 'tool_calls',
-          logprobs: null,
-        },
-      ],
-      usage: usage(prompt, []),
-    };
+    return whole({ role: 'assistant', content: null, tool_calls: [call] }, 'tool_calls', []);
   }
-  if (!req.stream) {
-    return {
-      id,
-      object: 'chat.completion',
-      created: now(),
-      model,
-      choices: [
-        { index: 0, message: { role: 'assistant', content: tokens.join('') }, finish_reason: 'stop', logprobs: null },
-      ],
-      usage: usage(prompt, tokens),
-    };
-  }
+  if (!req.stream) return whole({ role: 'assistant', content: tokens.join('') }, 'stop', tokens);
   const chunk = (delta: Record<string, string>, finish: string | null) => ({
     id,
     object: 'chat.completion.chunk',
