@@ -10,18 +10,18 @@ import { allowsAnyCudaVersion } from '../domain/index.ts';
 const VERSION = /^(\d+)\.(\d+)$/;
 
 /** `12.4` → [12, 4]; null for anything else. */
-function parts(version: string): [number, number] | null {
+export function cudaVersionParts(version: string): [number, number] | null {
   const m = VERSION.exec(version.trim());
   return m ? [Number(m[1]), Number(m[2])] : null;
 }
 
 export function isCudaVersion(text: string): boolean {
-  return parts(text) !== null;
+  return cudaVersionParts(text) !== null;
 }
 
 /** Negative when a < b, 0 when equal, positive when a > b (numerically: 12.10 is after 12.9). */
 export function compareCudaVersions(a: string, b: string): number {
-  const [x, y] = [parts(a), parts(b)];
+  const [x, y] = [cudaVersionParts(a), cudaVersionParts(b)];
   if (!x || !y) throw new Error(`not a CUDA version: '${x ? b : a}'`);
   return x[0] - y[0] || x[1] - y[1];
 }

@@ -575,6 +575,8 @@ export class Supervisor {
           flashboot: endpoint.flashboot,
           gpuTypeId: gpu.gpuTypeId,
           dataCenterIds: endpoint.dataCenterIds,
+          allowedCudaVersions: endpoint.allowedCudaVersions,
+          minCudaVersion: endpoint.minCudaVersion,
         },
         {
           onLog: (stream, line) => {

@@ -184,6 +184,18 @@ describe('kubernetes executor', () => {
     await expect(ex.start(spec(), { onLog: () => {}, onExit: () => {} })).rejects.toThrow(/forbidden/);
   });
 
+  it('CUDA limits no version meets: refused with the reason before any secret or pod is made', async () => {
+    const ex = executor();
+    const unplaceable = spec({ gpuIndices: ['0'], allowedCudaVersions: ['11.8'], minCudaVersion: '12.4' });
+    await expect(ex.start(unplaceable, { onLog: () => {}, onExit: () => {} })).rejects.toThrow(
+      /could not start worker.*no CUDA version meets/,
+    );
+    expect(kube.calls.filter((c) => !c.startsWith('create configmap'))).toEqual([
+      'delete pod wharf-e1-wk000000000001 grace=0',
+    ]);
+    expect(kube.secrets.size).toBe(0);
+  });
+
   it('cleanupOrphans deletes pods and secrets of this node left by a previous run', async () => {
     const before = executor();
     await before.start(spec(), { onLog: () => {}, onExit: () => {} });

@@ -121,6 +121,82 @@ describe('worker pod', () => {
   });
 });
 
+describe('CUDA placement (GPU feature discovery labels)', () => {
+  const NEW = { major: 'nvidia.com/cuda.runtime-version.major', minor: 'nvidia.com/cuda.runtime-version.minor' };
+  const OLD = { major: 'nvidia.com/cuda.runtime.major', minor: 'nvidia.com/cuda.runtime.minor' };
+  const DC = { key: 'wharf.io/data-center', operator: 'In', values: ['EU-RO-1', 'US-TX-3'] };
+  const termsOf = (extra: Partial<WorkerSpec>, opts: Partial<ManifestOptions> = {}) =>
+    workerPod({ ...o, ...opts }, spec(extra), owner, { pullSecret: false, graceSeconds: 10 }).spec!.affinity
+      ?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+
+  it('allowedCudaVersions: a node whose driver supports one of them, under either generation of label names', () => {
+    const terms = termsOf({ allowedCudaVersions: ['12.4', '12.1', '11.8'] }, { dataCenterLabel: null });
+    const exact = (l: typeof NEW, major: string, minors: string[]) => ({
+      matchExpressions: [
+        { key: l.major, operator: 'In', values: [major] },
+        { key: l.minor, operator: 'In', values: minors },
+      ],
+    });
+    expect(terms).toEqual([
+      exact(NEW, '12', ['4', '1']),
+      exact(NEW, '11', ['8']),
+      exact(OLD, '12', ['4', '1']),
+      exact(OLD, '11', ['8']),
+    ]);
+  });
+
+  it('minCudaVersion: a newer major, or the same major and at least its minor; the data centers apply to each term', () => {
+    const terms = termsOf({ minCudaVersion: '12.4' });
+    const atLeast = (l: typeof NEW) => [
+      { matchExpressions: [{ key: l.major, operator: 'Gt', values: ['12'] }, DC] },
+      {
+        matchExpressions: [
+          { key: l.major, operator: 'In', values: ['12'] },
+          { key: l.minor, operator: 'Gt', values: ['3'] },
+          DC,
+        ],
+      },
+    ];
+    expect(terms).toEqual([...atLeast(NEW), ...atLeast(OLD)]);
+  });
+
+  it('minCudaVersion x.0 needs no minor; both limits keep the allowed versions at or above the minimum', () => {
+    expect(termsOf({ minCudaVersion: '12.0' }, { dataCenterLabel: null })).toEqual([
+      { matchExpressions: [{ key: NEW.major, operator: 'Gt', values: ['12'] }] },
+      { matchExpressions: [{ key: NEW.major, operator: 'In', values: ['12'] }] },
+      { matchExpressions: [{ key: OLD.major, operator: 'Gt', values: ['12'] }] },
+      { matchExpressions: [{ key: OLD.major, operator: 'In', values: ['12'] }] },
+    ]);
+    const both = termsOf(
+      { allowedCudaVersions: ['12.8', '12.2', '11.8'], minCudaVersion: '12.1' },
+      { dataCenterLabel: null },
+    );
+    expect(both?.map((t) => t.matchExpressions![1]!.values)).toEqual([
+      ['8', '2'],
+      ['8', '2'],
+    ]);
+  });
+
+  it('no CUDA limit, or every known version allowed: no CUDA term (only the data centers)', () => {
+    const all = ['13.0', '12.9', '12.8', '12.7', '12.6', '12.5', '12.4', '12.3', '12.2', '12.1', '12.0', '11.8'];
+    for (const extra of [{}, { allowedCudaVersions: [] }, { allowedCudaVersions: all, minCudaVersion: null }]) {
+      expect(termsOf(extra)).toEqual([{ matchExpressions: [DC] }]);
+      expect(termsOf(extra, { dataCenterLabel: null })).toBeUndefined();
+    }
+  });
+
+  it('a CPU worker ignores CUDA limits', () => {
+    const terms = termsOf({ gpuIndices: [], gpuTypeId: '', minCudaVersion: '12.4' }, { dataCenterLabel: null });
+    expect(terms).toBeUndefined();
+  });
+
+  it('limits no version satisfies: the pod is refused with the reason instead of pending forever', () => {
+    expect(() => termsOf({ allowedCudaVersions: ['11.8', '12.0'], minCudaVersion: '12.4' })).toThrow(
+      /no CUDA version.*allowedCudaVersions 11\.8, 12\.0.*minCudaVersion 12\.4/,
+    );
+  });
+});
+
 describe('secrets, claim, anchor', () => {
   it('env secret: the worker env with the in-pod volume path and GPU numbering, owned as given', () => {
     const s = envSecret(o, spec(), owner);

@@ -13,10 +13,19 @@
  * - one PersistentVolumeClaim per network volume (ReadWriteMany), labelled but owned by nobody: it holds the volume's
  *   data and outlives workers, nodes and restarts.
  */
-import type { V1ConfigMap, V1OwnerReference, V1PersistentVolumeClaim, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type {
+  V1ConfigMap,
+  V1NodeSelectorRequirement,
+  V1NodeSelectorTerm,
+  V1OwnerReference,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1Secret,
+} from '@kubernetes/client-node';
 
 import { parseImageRef } from './docker-api.ts';
-import { allowsAnyDataCenter } from '../../domain/index.ts';
+import { allowsAnyCudaVersion, allowsAnyDataCenter } from '../../domain/index.ts';
+import { compareCudaVersions, cudaVersionParts, type CudaLimits } from '../cuda.ts';
 import type { WorkerSpec } from './types.ts';
 
 export const LABEL_MANAGED = 'wharf.managed';
@@ -71,6 +80,66 @@ export function nodeSelector(nodeId: string): string {
 /** GPU feature discovery writes product names with dashes for spaces: `NVIDIA A40` → `NVIDIA-A40`. */
 export function gpuProductValue(gpuTypeId: string): string {
   return labelValue(gpuTypeId.trim().replace(/\s+/g, '-'));
+}
+
+/**
+ * GPU feature discovery's labels for the CUDA version a node's driver supports (what nvidia-smi's banner names):
+ * the current names, then the older ones that releases before the rename write (current ones write both).
+ */
+const CUDA_LABELS = [
+  { major: 'nvidia.com/cuda.runtime-version.major', minor: 'nvidia.com/cuda.runtime-version.minor' },
+  { major: 'nvidia.com/cuda.runtime.major', minor: 'nvidia.com/cuda.runtime.minor' },
+];
+
+/**
+ * Node selector terms (any one suffices) for nodes whose driver's CUDA version meets the endpoint's limits, the
+ * rule `cudaRefusal` applies on this machine; null when the limits allow any version. Label values are compared as
+ * integers (`Gt`), so 12.10 counts as newer than 12.9. Throws when no version meets both limits: the pod would stay
+ * pending forever.
+ */
+export function cudaNodeTerms(limits: CudaLimits): V1NodeSelectorRequirement[][] | null {
+  const allowed = limits.allowedCudaVersions ?? [];
+  const min = limits.minCudaVersion ?? null;
+  const anyVersion = allowsAnyCudaVersion(allowed);
+  if (anyVersion && min === null) return null;
+  const inList = (key: string, values: string[]): V1NodeSelectorRequirement => ({ key, operator: 'In', values });
+  if (anyVersion) {
+    const [major, minor] = cudaVersionParts(min!) ?? [0, 0];
+    return CUDA_LABELS.flatMap((l) => [
+      [{ key: l.major, operator: 'Gt', values: [String(major)] }],
+      minor === 0
+        ? [inList(l.major, [String(major)])]
+        : [inList(l.major, [String(major)]), { key: l.minor, operator: 'Gt', values: [String(minor - 1)] }],
+    ]);
+  }
+  const versions = allowed.filter((v) => min === null || compareCudaVersions(v, min) >= 0);
+  if (versions.length === 0) {
+    throw new Error(
+      `no CUDA version meets both the endpoint's allowedCudaVersions ${allowed.join(', ')} and its minCudaVersion ${min}`,
+    );
+  }
+  const minorsByMajor = new Map<string, string[]>();
+  for (const v of versions) {
+    const [major, minor] = cudaVersionParts(v)!;
+    minorsByMajor.set(String(major), [...(minorsByMajor.get(String(major)) ?? []), String(minor)]);
+  }
+  return CUDA_LABELS.flatMap((l) =>
+    [...minorsByMajor].map(([major, minors]) => [inList(l.major, [major]), inList(l.minor, minors)]),
+  );
+}
+
+/** Required node affinity: one of the CUDA terms (when limited), each also requiring one of the data centers. */
+function placementTerms(o: ManifestOptions, spec: WorkerSpec, gpus: number): V1NodeSelectorTerm[] {
+  // Every data center allowed: no restriction (nodes labelled with names of their own qualify too).
+  const allowed = spec.dataCenterIds ?? [];
+  const dataCenters = allowsAnyDataCenter(allowed) ? [] : allowed.map(labelValue).filter((v) => v !== '');
+  const where: V1NodeSelectorRequirement[] =
+    o.dataCenterLabel && dataCenters.length > 0
+      ? [{ key: o.dataCenterLabel, operator: 'In', values: dataCenters }]
+      : [];
+  const cuda = gpus > 0 ? cudaNodeTerms(spec) : null;
+  const terms = (cuda ?? [[]]).map((t) => [...t, ...where]).filter((t) => t.length > 0);
+  return terms.map((matchExpressions) => ({ matchExpressions }));
 }
 
 export function ownerReference(o: {
@@ -207,9 +276,7 @@ export function workerPod(
   }
   const nodeSelector: Record<string, string> = {};
   if (gpus > 0 && spec.gpuTypeId) nodeSelector[o.gpuTypeLabel] = gpuProductValue(spec.gpuTypeId);
-  // Every data center allowed: no restriction (nodes labelled with names of their own qualify too).
-  const allowed = spec.dataCenterIds ?? [];
-  const dataCenters = allowsAnyDataCenter(allowed) ? [] : allowed.map(labelValue).filter((v) => v !== '');
+  const nodeSelectorTerms = placementTerms(o, spec, gpus);
   const pod: V1Pod = {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -246,14 +313,8 @@ export function workerPod(
   if (opts.pullSecret) podSpec.imagePullSecrets = [{ name: pullSecretName(name) }];
   if (Object.keys(nodeSelector).length > 0) podSpec.nodeSelector = nodeSelector;
   if (gpus > 0) podSpec.tolerations = [{ key: GPU_RESOURCE, operator: 'Exists', effect: 'NoSchedule' }];
-  if (o.dataCenterLabel && dataCenters.length > 0) {
-    podSpec.affinity = {
-      nodeAffinity: {
-        requiredDuringSchedulingIgnoredDuringExecution: {
-          nodeSelectorTerms: [{ matchExpressions: [{ key: o.dataCenterLabel, operator: 'In', values: dataCenters }] }],
-        },
-      },
-    };
+  if (nodeSelectorTerms.length > 0) {
+    podSpec.affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms } } };
   }
   if (spec.volumeId !== undefined) {
     podSpec.volumes = [{ name: 'network-volume', persistentVolumeClaim: { claimName: claimName(spec.volumeId) } }];

@@ -172,15 +172,14 @@ export class KubernetesExecutor implements Executor {
     const secrets: V1Secret[] = [];
     const live = this.track(name, spec, hooks);
     try {
+      const graceSeconds = 30;
+      // Built first: a pod the limits make unplaceable is refused before anything is created.
+      const manifest = workerPod(this.m, spec, anchor, { pullSecret: spec.registryAuth !== undefined, graceSeconds });
       // Secrets first (owned by the anchor), so that the pod finds them when it starts; then handed to the pod.
       secrets.push(await this.api.createSecret(ns, envSecret(this.m, spec, anchor)));
       if (spec.registryAuth)
         secrets.push(await this.api.createSecret(ns, pullSecret(this.m, spec, spec.registryAuth, anchor)));
-      const graceSeconds = 30;
-      const pod = await this.api.createPod(
-        ns,
-        workerPod(this.m, spec, anchor, { pullSecret: spec.registryAuth !== undefined, graceSeconds }),
-      );
+      const pod = await this.api.createPod(ns, manifest);
       const owner = ownerReference({ apiVersion: 'v1', kind: 'Pod', metadata: pod.metadata ?? {} });
       for (const s of secrets) {
         await this.api.replaceSecret(ns, s.metadata!.name!, {

@@ -32,6 +32,9 @@ export interface WorkerSpec {
   gpuTypeId?: string;
   /** The endpoint's dataCenterIds; Kubernetes restricts placement to nodes labelled with one of them. */
   dataCenterIds?: string[];
+  /** The endpoint's CUDA limits; Kubernetes restricts GPU placement to nodes whose driver's CUDA version meets them. */
+  allowedCudaVersions?: string[];
+  minCudaVersion?: string | null;
 }
 
 export interface ExecutorHooks {
