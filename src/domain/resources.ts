@@ -230,8 +230,10 @@ export function cpuInstanceIds(
 /**
  * The fields a running worker was made from: its image and command (the template), its environment, its GPUs or CPU
  * instance, its volume. A change to any of them makes the running workers outdated, and they are rolled. Scaling
- * settings and job policies act on running workers as they are; placement (data centers, CUDA versions) is checked
- * when a worker starts.
+ * settings and job policies act on running workers as they are. Placement limits (dataCenterIds,
+ * allowedCudaVersions, minCudaVersion) are not here: a change to them leaves the workers it still allows running
+ * (one more allowed CUDA version restarts nothing); the supervisor retires, at its next pass, those whose node it no
+ * longer allows (GpuInventory.placementRefusal, the rule a start obeys too), and starts no replacement there.
  */
 const WORKER_SHAPING = [
   'templateId',

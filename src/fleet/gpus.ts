@@ -233,8 +233,13 @@ export class GpuInventory {
     this.slots = gpus.map((gpu) => ({ gpu, typeId: matchGpuType(gpu.name) ?? gpu.name, workerId: null }));
   }
 
-  /** Give `request.count` GPUs of one type to `workerId`; a CPU worker (count 0) always gets []. */
+  /**
+   * Give `request.count` GPUs of one type to `workerId`; a CPU worker (count 0) gets [] where its data centers allow
+   * this node.
+   */
   allocate(workerId: string, request: GpuRequest): GpuAllocation {
+    const refusal = this.placementRefusal(request);
+    if (refusal !== null) return { ok: false, reason: 'never-placeable', message: refusal };
     if (request.count <= 0) return { ok: true, indices: [], gpuTypeId: '' };
     if (this.slots.some((s) => s.workerId === workerId)) {
       throw new Error(`worker ${workerId} already holds GPUs; release them before allocating again`);
@@ -259,8 +264,8 @@ export class GpuInventory {
    * GPUs were free (standbys that could make way).
    */
   capacityFor(request: GpuRequest, ifFreed: ReadonlySet<string> = new Set()): number {
+    if (this.placementRefusal(request) !== null) return 0;
     if (request.count <= 0) return Infinity;
-    if (!this.dataCenterMatches(request) || cudaRefusal(this.cudaVersion, request) !== null) return 0;
     const free = (s: Slot): boolean => s.workerId === null || ifFreed.has(s.workerId);
     let n = 0;
     for (const typeId of this.candidateTypes(request)) {
@@ -294,9 +299,17 @@ export class GpuInventory {
     };
   }
 
-  private dataCenterMatches(request: GpuRequest): boolean {
+  /**
+   * Why the request's placement limits forbid this node (its data center; for GPU workers, its driver's CUDA
+   * version), or null when they allow it. The one rule for starting a worker here (allocate) and for keeping one
+   * running: the supervisor retires the workers of an endpoint whose limits were changed to forbid this node.
+   */
+  placementRefusal(request: GpuRequest): string | null {
     const dcs = request.dataCenterIds ?? [];
-    return allowsAnyDataCenter(dcs) || dcs.some((dc) => dc.trim() === this.dataCenterId);
+    if (!allowsAnyDataCenter(dcs) && !dcs.some((dc) => dc.trim() === this.dataCenterId)) {
+      return `this node is in data center '${this.dataCenterId}'; the endpoint's dataCenterIds are ${dcs.join(', ')}`;
+    }
+    return request.count > 0 ? cudaRefusal(this.cudaVersion, request) : null;
   }
 
   /** The machine's type ids that the request accepts, in the request's priority order (machine order for "any"). */
@@ -313,12 +326,6 @@ export class GpuInventory {
   private plan(
     request: GpuRequest,
   ): { ok: true; slots: Slot[]; typeId: string } | Exclude<GpuAllocation, { ok: true }> {
-    if (!this.dataCenterMatches(request)) {
-      const message = `this node is in data center '${this.dataCenterId}'; the endpoint allows ${request.dataCenterIds?.join(', ')}`;
-      return { ok: false, reason: 'never-placeable', message };
-    }
-    const cuda = cudaRefusal(this.cudaVersion, request);
-    if (cuda !== null) return { ok: false, reason: 'never-placeable', message: cuda };
     const types = this.candidateTypes(request);
     if (types.length === 0) {
       const have = [...new Set(this.slots.map((s) => s.typeId))].join(', ') || 'no GPUs';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { allowsAnyDataCenter, newWorkerId, type Endpoint, type Template, type WorkerRecord } from '../domain/index.ts';
+import { newWorkerId, type Endpoint, type Template, type WorkerRecord } from '../domain/index.ts';
 import { coerceError } from '../errors/index.ts';
 import { hashKey, usageOf, type Accounts, type Clock, type JobEngine, type WorkerGateway } from '../engine/index.ts';
 import type { SharedFleetStatus, Store } from '../store/index.ts';
@@ -230,11 +230,12 @@ export class Supervisor {
       this.d.store.runningByWorker(endpointId),
       this.d.store.listWorkers(endpointId),
     ]);
-    const views = await this.viewsOf(endpoint, mine, records, load, now);
-
     const request = gpuRequest(endpoint);
-    const dcOk = allowsAnyDataCenter(endpoint.dataCenterIds) || endpoint.dataCenterIds.includes(this.o.dataCenterId);
-    const capacity = dcOk ? this.d.inventory.capacityFor(request) : 0;
+    // Placement limits are checked when a worker starts (allocate) and, as the endpoint may have changed since, at
+    // every pass for the workers already running: the same rule.
+    const refusal = this.d.inventory.placementRefusal(request);
+    const views = await this.viewsOf(endpoint, mine, records, load, now, refusal);
+    const capacity = this.d.inventory.capacityFor(request);
     // Workers still stopping hold their process (and GPU) until they are gone: workersMax counts them.
     let stopping = 0;
     for (const m of this.managed.values()) if (m.endpointId === endpointId && m.stopping) stopping++;
@@ -260,7 +261,7 @@ export class Supervisor {
     );
     await this.applyLeaves(endpoint, mine, decision, now);
     const started = await this.startPlanned(endpoint, request, mine, views, decision, now);
-    if (started.throttled > 0 && dcOk) this.standbysMakeWay(endpoint.id, request);
+    if (started.throttled > 0 && refusal === null) this.standbysMakeWay(endpoint.id, request);
     this.statuses.set(
       endpointId,
       this.describe(
@@ -271,7 +272,7 @@ export class Supervisor {
         started.held,
         started.backoff,
         started.startError,
-        dcOk,
+        refusal,
         capacity,
         request,
         snapshot.inQueue === 0 && snapshot.inQueueLowPriority > 0,
@@ -294,7 +295,8 @@ export class Supervisor {
 
   /**
    * The autoscaler's view of this node's workers of the endpoint. On the way, workers that must go whatever the
-   * autoscaler decides are stopped: retired ones without jobs, ready ones silent past their lease, unwanted standbys.
+   * autoscaler decides are stopped: retired ones without jobs, ready ones silent past their lease, unwanted standbys;
+   * and those the endpoint's placement limits no longer allow here (`refusal`) are retired.
    */
   private async viewsOf(
     endpoint: Endpoint,
@@ -302,6 +304,7 @@ export class Supervisor {
     records: WorkerRecord[],
     load: Record<string, number>,
     now: number,
+    refusal: string | null,
   ): Promise<WorkerView[]> {
     const byId = new Map(records.map((r) => [r.id, r]));
     const views: WorkerView[] = [];
@@ -323,9 +326,15 @@ export class Supervisor {
       if (m.standby) {
         // A standby is kept only while it could serve the endpoint as it is now; otherwise nothing would ever stop
         // it (it is not among the workers the autoscaler sees).
-        const unwanted = m.version !== endpoint.version ? 'outdated-version' : standbyUnwanted(endpoint);
+        const unwanted =
+          m.version !== endpoint.version ? 'outdated-version' : (neverPlaceable(refusal) ?? standbyUnwanted(endpoint));
         if (unwanted) this.stopSoon(m, unwanted);
         continue;
+      }
+      let retiring = record?.retired === true;
+      if (!retiring && refusal !== null) {
+        await this.retireMisplaced(m, refusal, now);
+        retiring = true;
       }
       views.push({
         id: m.id,
@@ -333,11 +342,21 @@ export class Supervisor {
         version: m.version,
         idleForMs: m.readyAt !== null && running === 0 && m.idleSince !== null ? now - m.idleSince : 0,
         runningJobs: running,
-        retiring: record?.retired === true,
+        retiring,
         replaces: m.replaces,
       });
     }
     return views;
+  }
+
+  /**
+   * A worker whose endpoint no longer allows this node (its dataCenterIds or CUDA limits were changed) takes no new
+   * job; its jobs finish, and the pass that sees it without jobs stops it. Not a new version: workers the change
+   * still allows keep running, and the autoscaler starts no replacement here (capacity is 0 while refused).
+   */
+  private async retireMisplaced(m: Managed, refusal: string, now: number): Promise<void> {
+    const reason = `${neverPlaceable(refusal)}; finishing its jobs`.slice(0, 500);
+    await this.d.store.markWorker(m.id, now, { retired: true, reason });
   }
 
   /** The most serving workers the endpoint has had since its version last changed, this pass's included. */
@@ -774,7 +793,7 @@ export class Supervisor {
     held: number,
     backoff: BackoffDecision,
     startError: string | null,
-    dcOk: boolean,
+    refusal: string | null,
     capacity: number,
     request: GpuRequest,
     onlyLowPriority = false,
@@ -786,8 +805,7 @@ export class Supervisor {
       message,
     });
     if (backoff.crashLoop) return s('crash-loop', `workers keep failing: ${backoff.lastError ?? 'unknown error'}`);
-    if (!dcOk)
-      return s('never-placeable', `this node is in ${this.o.dataCenterId}, not in the endpoint's dataCenterIds`);
+    if (refusal !== null) return s('never-placeable', refusal);
     if (request.count > 0 && capacity === 0 && views.length === 0) {
       const placeable = this.d.inventory.allocate('__probe__', request);
       this.d.inventory.release('__probe__');
@@ -822,8 +840,14 @@ function standbyUnwanted(e: Endpoint): string | null {
   return null;
 }
 
+/** The reason a worker is retired (a standby stopped) with when its endpoint's placement limits forbid this node. */
+function neverPlaceable(refusal: string | null): string | null {
+  return refusal === null ? null : `never-placeable: ${refusal}`;
+}
+
+/** What a worker of the endpoint needs from this node; a CPU worker no GPU, but its data centers still apply. */
 function gpuRequest(e: Endpoint): GpuRequest {
-  if (e.computeType === 'CPU') return { count: 0, acceptableTypes: [] };
+  if (e.computeType === 'CPU') return { count: 0, acceptableTypes: [], dataCenterIds: e.dataCenterIds };
   const types = e.gpuIds ? parseGpuIds(e.gpuIds) : e.gpuTypeIds;
   return {
     count: e.gpuCount,

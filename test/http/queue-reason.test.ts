@@ -1,18 +1,24 @@
 // "Why is my job queued?": /status of an IN_QUEUE job carries queueReason from the supervisor's view of its endpoint
-// (docs/observability.md). Real worker processes through the process executor, fast fleet timers.
+// (docs/observability.md). Real worker processes through the process executor, fast fleet timers. Placement limits
+// (data centers, CUDA versions) changed while workers run also retire them, on both stores.
+
+import { randomBytes } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { closeFleet, startFleet, waitUntil, type Fleet } from '../helpers/fleet.ts';
+import { closeFleet, isAlive, sleep, startFleet, waitUntil, type Fleet } from '../helpers/fleet.ts';
+import { dropSchemas, newSchema, pgUnavailable, schemaUrl } from '../helpers/postgres.ts';
 import { createEndpoint, startTestServer } from '../helpers/server.ts';
 
 let fleet: Fleet;
+const pgDown = await pgUnavailable('placement limits changed while workers run, on PostgreSQL');
 
 beforeAll(async () => {
   fleet = await startFleet();
 });
 afterAll(async () => {
   if (fleet) await closeFleet(fleet);
+  await dropSchemas();
 });
 
 async function submit(ep: string, input: unknown, policy?: unknown): Promise<string> {
@@ -22,17 +28,8 @@ async function submit(ep: string, input: unknown, policy?: unknown): Promise<str
 }
 
 /** Poll /status until the job's queueReason has `reason`; returns that status body. */
-async function reasonOf(ep: string, id: string, reason: string, ms = 10_000): Promise<any> {
-  let last: any;
-  await waitUntil(
-    async () => {
-      last = await fleet.status(ep, id);
-      return last.queueReason?.reason === reason;
-    },
-    ms,
-    () => `queueReason ${reason}; last status ${JSON.stringify(last)}`,
-  );
-  return last;
+function reasonOf(ep: string, id: string, reason: string, ms = 10_000): Promise<any> {
+  return reasonIn(fleet, ep, id, reason, ms);
 }
 
 describe('queueReason on /status', () => {
@@ -129,6 +126,140 @@ describe('CUDA limits on a node whose driver supports CUDA 12.4', () => {
     }
   });
 });
+
+/** A node with one A40 whose driver supports CUDA 12.4 (declared: `--gpus 'NVIDIA A40:1' --cuda-version 12.4`). */
+const GPU_NODE = { gpus: 'NVIDIA A40:1', cudaVersion: '12.4' };
+const A40 = { computeType: 'GPU', gpuTypeIds: ['NVIDIA A40'], gpuCount: 1 };
+
+/** The final results the server accepted, by job (a spy around the real gateway: each still goes through). */
+function acceptedResults(t: Fleet): Array<{ workerId: string; jobId: string }> {
+  const accepted: Array<{ workerId: string; jobId: string }> = [];
+  const gateway = t.server.workers;
+  const done = gateway.done.bind(gateway);
+  gateway.done = async (worker, jobId, raw) => {
+    await done(worker, jobId, raw);
+    if (!raw.includes('"IN_PROGRESS"')) accepted.push({ workerId: worker.id, jobId });
+  };
+  return accepted;
+}
+
+describe.each(pgDown === null ? ['sqlite', 'postgres'] : ['sqlite'])(
+  'placement limits changed while a worker runs (%s store)',
+  (store) => {
+    const startNode = (overrides: Record<string, unknown>): Promise<Fleet> =>
+      startFleet({
+        ...overrides,
+        ...(store === 'postgres'
+          ? { store: schemaUrl(newSchema()), secretKey: randomBytes(32).toString('base64') }
+          : {}),
+      });
+
+    it.each([
+      {
+        what: "allowedCudaVersions without the driver's CUDA 12.4",
+        node: GPU_NODE,
+        fields: { ...A40, allowedCudaVersions: ['12.4'] },
+        change: { allowedCudaVersions: ['12.8'] },
+        message: /supports CUDA 12\.4; the endpoint's allowedCudaVersions are 12\.8/,
+      },
+      {
+        what: "a GPU endpoint's dataCenterIds without this node's",
+        node: GPU_NODE,
+        fields: { ...A40, dataCenterIds: ['EU-RO-1'] },
+        change: { dataCenterIds: ['US-TX-3'] },
+        message: /this node is in (data center )?'?EU-RO-1'?.*dataCenterIds/,
+      },
+      {
+        what: "a CPU endpoint's dataCenterIds without this node's",
+        node: {},
+        fields: { dataCenterIds: ['EU-RO-1'] },
+        change: { dataCenterIds: ['US-TX-3'] },
+        message: /this node is in (data center )?'?EU-RO-1'?.*dataCenterIds/,
+      },
+    ])('$what: the worker finishes its job once, then stops; the endpoint says why', async (c) => {
+      const t = await startNode(c.node);
+      try {
+        const accepted = acceptedResults(t);
+        const ep = await t.endpoint({ ...c.fields, idleTimeout: 60 });
+        const id = await t.run(ep, { sleepMs: 3000 });
+        const worker = (await t.untilRunning(ep, id)).workerId as string;
+        const [pid] = t.pids();
+
+        const patched = await t.api('PATCH', `/v1/endpoints/${ep}`, c.change);
+        expect(patched.status, patched.text).toBe(200);
+        // A job sent now is not taken by the worker (retired: it takes no new job) and nothing else can start here.
+        const next = await t.run(ep, { n: 'after the change' });
+        const queued = await reasonIn(t, ep, next, 'never-placeable');
+        expect(queued.queueReason.message).toMatch(c.message);
+        expect((await t.status(ep, id)).status).toBe('IN_PROGRESS');
+        const record = (await t.workers(ep)).find((w) => w.id === worker);
+        expect(record).toMatchObject({ desiredStatus: 'EXITED' });
+        expect(record.workerStateReason).toMatch(c.message);
+
+        // The job in flight completes on its worker, once; then the worker stops and none replaces it.
+        expect(await t.waitJob(ep, id)).toMatchObject({
+          status: 'COMPLETED',
+          workerId: worker,
+          output: { echo: { sleepMs: 3000 } },
+        });
+        await waitUntil(
+          () => t.pids().length === 0 && !isAlive(pid!),
+          10_000,
+          () => `worker ${worker} to stop`,
+        );
+        expect(accepted.filter((a) => a.jobId === id)).toEqual([{ workerId: worker, jobId: id }]);
+        await sleep(300);
+        expect(t.pids()).toEqual([]);
+        expect((await t.status(ep, next)).status).toBe('IN_QUEUE');
+        expect((await t.health(ep)).scaling).toMatchObject({ reason: 'never-placeable' });
+        expect(accepted.filter((a) => a.jobId === next)).toEqual([]);
+      } finally {
+        await closeFleet(t);
+      }
+    });
+
+    it('limits that still allow this node (one more CUDA version, a lower minimum, one more data center) keep the same worker', async () => {
+      const t = await startNode(GPU_NODE);
+      try {
+        const ep = await t.endpoint({
+          ...A40,
+          allowedCudaVersions: ['12.4'],
+          dataCenterIds: ['EU-RO-1'],
+          idleTimeout: 60,
+        });
+        const first = await t.waitJob(ep, await t.run(ep, { n: 1 }));
+        expect(first.status).toBe('COMPLETED');
+        const pids = t.pids();
+        expect(pids).toHaveLength(1);
+
+        const patched = await t.api('PATCH', `/v1/endpoints/${ep}`, {
+          allowedCudaVersions: ['12.4', '12.8'],
+          minCudaVersion: '12.0',
+          dataCenterIds: ['EU-RO-1', 'US-TX-3'],
+        });
+        expect(patched.status, patched.text).toBe(200);
+        await sleep(500); // ten supervisor passes
+        const second = await t.waitJob(ep, await t.run(ep, { n: 2 }));
+        expect(second).toMatchObject({ status: 'COMPLETED', workerId: first.workerId });
+        expect(t.pids()).toEqual(pids);
+        expect((await t.workers(ep)).map((w) => [w.id, w.desiredStatus])).toEqual([[first.workerId, 'RUNNING']]);
+      } finally {
+        await closeFleet(t);
+      }
+    });
+  },
+);
+
+/** Poll /status on fleet `t` until the job's queueReason has `reason`; returns that status body. */
+async function reasonIn(t: Fleet, ep: string, id: string, reason: string, ms = 10_000): Promise<any> {
+  let last: any;
+  await waitUntil(
+    async () => (last = await t.status(ep, id)).queueReason?.reason === reason,
+    ms,
+    () => `queueReason ${reason}; last status ${JSON.stringify(last)}`,
+  );
+  return last;
+}
 
 describe('without a supervisor on the node', () => {
   it('a queued job has no queueReason', async () => {

@@ -161,14 +161,37 @@ describe('GpuInventory', () => {
       dataCenterId: 'EU-RO-1',
     });
 
-  it('places CPU workers without GPUs', () => {
+  it('places CPU workers without GPUs, in the data centers they allow', () => {
     const inv = new GpuInventory([], { dataCenterId: 'EU-RO-1' });
-    expect(inv.allocate('w1', { count: 0, acceptableTypes: ['NVIDIA A40'], dataCenterIds: ['US-TX-3'] })).toEqual({
+    expect(inv.allocate('w1', { count: 0, acceptableTypes: ['NVIDIA A40'], dataCenterIds: ['EU-RO-1'] })).toEqual({
       ok: true,
       indices: [],
       gpuTypeId: '',
     });
     expect(inv.capacityFor({ count: 0, acceptableTypes: [] })).toBe(Infinity);
+    // The same placement rule as a GPU worker's, without the CUDA limits (a CPU worker makes no CUDA call).
+    const elsewhere = { count: 0, acceptableTypes: [], dataCenterIds: ['US-TX-3'], minCudaVersion: '99.0' };
+    expect(inv.allocate('w2', elsewhere)).toEqual({
+      ok: false,
+      reason: 'never-placeable',
+      message: "this node is in data center 'EU-RO-1'; the endpoint's dataCenterIds are US-TX-3",
+    });
+    expect(inv.capacityFor(elsewhere)).toBe(0);
+    expect(inv.placementRefusal({ ...elsewhere, dataCenterIds: [] })).toBeNull();
+  });
+
+  it('placementRefusal: data centers for every worker, CUDA limits for GPU workers, whatever GPUs are free', () => {
+    const inv = new GpuInventory(parseDeclaredGpus('NVIDIA A40:1'), { dataCenterId: 'EU-RO-1', cudaVersion: '12.4' });
+    const a40 = { count: 1, acceptableTypes: ['NVIDIA A40'] };
+    inv.allocate('busy', a40); // the only GPU is taken: placement does not depend on it
+    expect(inv.placementRefusal({ ...a40, dataCenterIds: ['EU-RO-1'], allowedCudaVersions: ['12.4'] })).toBeNull();
+    expect(inv.placementRefusal({ ...a40, dataCenterIds: ['US-TX-3', 'EU-SE-1'] })).toBe(
+      "this node is in data center 'EU-RO-1'; the endpoint's dataCenterIds are US-TX-3, EU-SE-1",
+    );
+    expect(inv.placementRefusal({ ...a40, allowedCudaVersions: ['12.8'] })).toMatch(/supports CUDA 12\.4/);
+    expect(inv.placementRefusal({ ...a40, minCudaVersion: '12.8' })).toMatch(/CUDA 12\.8 or newer/);
+    // GPU types and counts are what the worker is made from (a change rolls it), not placement limits.
+    expect(inv.placementRefusal({ count: 2, acceptableTypes: ['NVIDIA H200'] })).toBeNull();
   });
 
   it('prefers types in priority order and gives each GPU to one worker', () => {
