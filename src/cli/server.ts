@@ -226,6 +226,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const inventory = new GpuInventory(await gpuList(checked.gpus, (m) => app.log.warn(m)), {
       dataCenterId: config.dataCenterId,
       cudaVersion: config.cudaVersion ?? (checked.gpus === 'auto' ? await discoverCudaVersion() : null),
+      // The pods' node affinity on that label puts each worker in one of its endpoint's data centers.
+      dataCentersPlacedElsewhere: config.executor === 'kubernetes' && config.kubernetesDataCenterLabel !== null,
     });
     supervisor = new Supervisor(
       { store, engine, gateway: workers, accounts, executor, inventory, logs, clock, registryAuths },

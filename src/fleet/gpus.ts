@@ -225,11 +225,17 @@ export class GpuInventory {
   readonly dataCenterId: string;
   /** The CUDA version the GPU driver supports (nvidia-smi, or configured); null = unknown, CUDA limits not applied. */
   readonly cudaVersion: string | null;
+  /** Workers' data centers are chosen by the cluster (Kubernetes with a data-center node label), not by this node's. */
+  private readonly dataCentersPlacedElsewhere: boolean;
   private readonly slots: Slot[];
 
-  constructor(gpus: Gpu[], opts: { dataCenterId: string; cudaVersion?: string | null }) {
+  constructor(
+    gpus: Gpu[],
+    opts: { dataCenterId: string; cudaVersion?: string | null; dataCentersPlacedElsewhere?: boolean },
+  ) {
     this.dataCenterId = opts.dataCenterId;
     this.cudaVersion = opts.cudaVersion ?? null;
+    this.dataCentersPlacedElsewhere = opts.dataCentersPlacedElsewhere ?? false;
     this.slots = gpus.map((gpu) => ({ gpu, typeId: matchGpuType(gpu.name) ?? gpu.name, workerId: null }));
   }
 
@@ -306,7 +312,8 @@ export class GpuInventory {
    */
   placementRefusal(request: GpuRequest): string | null {
     const dcs = request.dataCenterIds ?? [];
-    if (!allowsAnyDataCenter(dcs) && !dcs.some((dc) => dc.trim() === this.dataCenterId)) {
+    const here = this.dataCentersPlacedElsewhere || allowsAnyDataCenter(dcs);
+    if (!here && !dcs.some((dc) => dc.trim() === this.dataCenterId)) {
       return `this node is in data center '${this.dataCenterId}'; the endpoint's dataCenterIds are ${dcs.join(', ')}`;
     }
     return request.count > 0 ? cudaRefusal(this.cudaVersion, request) : null;

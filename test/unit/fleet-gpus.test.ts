@@ -194,6 +194,19 @@ describe('GpuInventory', () => {
     expect(inv.placementRefusal({ count: 2, acceptableTypes: ['NVIDIA H200'] })).toBeNull();
   });
 
+  it('a Kubernetes cluster that places by data-center label: this node’s data center decides nothing', () => {
+    const inv = new GpuInventory(parseDeclaredGpus('NVIDIA A40:1'), {
+      dataCenterId: 'EU-RO-1',
+      cudaVersion: '12.4',
+      dataCentersPlacedElsewhere: true,
+    });
+    const a40 = { count: 1, acceptableTypes: ['NVIDIA A40'], dataCenterIds: ['US-TX-3'] };
+    expect(inv.placementRefusal(a40)).toBeNull();
+    expect(inv.capacityFor(a40)).toBe(1);
+    expect(inv.allocate('w1', a40)).toMatchObject({ ok: true });
+    expect(inv.placementRefusal({ ...a40, minCudaVersion: '12.8' })).toMatch(/CUDA 12\.8 or newer/);
+  });
+
   it('prefers types in priority order and gives each GPU to one worker', () => {
     const inv = mixed();
     const req = { count: 1, acceptableTypes: parseGpuIds('ADA_24,AMPERE_16') };
