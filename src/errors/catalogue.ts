@@ -16,7 +16,7 @@ export const ERRORS = {
   INVALID_JSON: {
     status: 400,
     message: 'The request body is not valid JSON: {reason}',
-    doc: 'The body could not be parsed as JSON.',
+    doc: 'The body could not be parsed as JSON (a leading UTF-8 byte order mark is ignored, not the cause).',
   },
   VALIDATION_FAILED: {
     status: 400,

@@ -68,15 +68,20 @@ function encodingRefusal(request: FastifyRequest): WharfError | null {
 /**
  * Bodies are read as text and parsed here, for three reasons: worker result posts carry JSON under a
  * form-urlencoded content type (spec §1.10); the raw text is kept for them; and an empty body with a JSON content
- * type (clients send one on /cancel and /purge-queue) is "no body", not an error.
+ * type (clients send one on /cancel and /purge-queue) is "no body", not an error. Every body loses a leading UTF-8
+ * byte order mark here, before anything reads it.
  */
 function registerBodyParsers(app: FastifyInstance): void {
-  const keep = (request: FastifyRequest, body: string): void => {
-    (request as FastifyRequest & { rawBody?: string }).rawBody = body;
+  /** Keeps the body's text for the routes that read members as sent, and returns it without a byte order mark. */
+  const keep = (request: FastifyRequest, body: string): string => {
+    // A UTF-8 byte order mark (EF BB BF, read as U+FEFF) is no part of the JSON: PowerShell and Windows editors
+    // write one, and JSON.parse refuses it.
+    const text = body.charCodeAt(0) === 0xfeff ? body.slice(1) : body;
+    (request as FastifyRequest & { rawBody?: string }).rawBody = text;
+    return text;
   };
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body as string;
-    keep(request, text);
+    const text = keep(request, body as string);
     if (text.trim() === '') return done(null, undefined);
     const refused = encodingRefusal(request);
     if (refused) return done(refused, undefined);
@@ -90,8 +95,7 @@ function registerBodyParsers(app: FastifyInstance): void {
   // Fastify's own text/plain parser would take those bodies past the check below.
   app.removeContentTypeParser('text/plain');
   app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
-    const text = body as string;
-    keep(request, text);
+    const text = keep(request, body as string);
     const refused = text === '' ? null : encodingRefusal(request);
     if (refused) return done(refused, undefined);
     if (text.trim() !== '' && !ANY_CONTENT_TYPE.test(request.routeOptions.url ?? '')) {

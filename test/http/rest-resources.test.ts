@@ -43,6 +43,14 @@ describe('templates', () => {
     expect((await t.api('GET', `/v1/templates/${res.json.id}`)).json.name).toBe('defaults');
   });
 
+  it('a body starting with a UTF-8 byte order mark is read without it', async () => {
+    const res = await t.api('POST', '/v1/templates', undefined, {
+      raw: `\uFEFF${JSON.stringify(template({ name: 'bom' }))}`,
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.json.name).toBe('bom');
+  });
+
   it('PATCH and POST …/update are sparse synonyms', async () => {
     const { json: tpl } = await t.api('POST', '/v1/templates', template({ env: { A: '1' }, readme: 'r' }));
     const patched = await t.api('PATCH', `/v1/templates/${tpl.id}`, { readme: 'patched' });
