@@ -161,6 +161,35 @@ describe.each(['run', 'runsync'])('POST /%s validation', (route) => {
     }
   });
 
+  it('an explicit null for an optional member is taken as absent (generated clients send unset members as null)', async () => {
+    const s3 = { accessId: 'a', accessSecret: 's', bucketName: 'b', endpointUrl: 'https://s3' };
+    for (const body of [
+      { input: {}, webhook: null },
+      { input: {}, policy: null },
+      { input: {}, s3Config: null },
+      { input: {}, webhook: null, policy: null, s3Config: null },
+      { input: {}, policy: { ttl: null, executionTimeout: null, lowPriority: null } },
+      { input: {}, s3Config: { ...s3, objectPath: null } },
+    ]) {
+      const res = await t.api('POST', path(), body);
+      expect(res.status, `${JSON.stringify(body)}: ${res.text}`).toBe(200);
+    }
+  });
+
+  it('null is still refused where a value is required', async () => {
+    const s3 = { accessId: 'a', accessSecret: 's', bucketName: 'b', endpointUrl: 'https://s3' };
+    expectInvalid(await t.api('POST', path(), { input: null, webhook: null }), 'input');
+    expectInvalid(
+      await t.api('POST', path(), { input: {}, s3Config: { ...s3, bucketName: null } }),
+      's3Config.bucketName',
+    );
+    // Nor is any other type loosened.
+    expectInvalid(
+      await t.api('POST', path(), { input: {}, policy: { ttl: null, executionTimeout: '60000' } }),
+      'policy.executionTimeout',
+    );
+  });
+
   it('ignores unknown top-level members (clients send extras such as webhookV2)', async () => {
     const res = await t.api('POST', path(), { input: { a: 1 }, webhookV2: { url: 'http://x' } });
     expect(res.status, res.text).toBe(200);
@@ -224,6 +253,19 @@ describe('what is submitted reaches the worker', () => {
     expect(run.status).toBe(200);
     const take = await newWorker(ep).take();
     expect(take.json).toEqual({ id: run.json.id, input: { n: 1 }, policy: { ttl: 20_000 } });
+  });
+
+  it('optional members sent as null reach the worker as absent; nulls inside input are kept', async () => {
+    const ep = await createEndpoint(t);
+    const run = await t.api('POST', `/v2/${ep}/run`, {
+      input: { n: null },
+      webhook: null,
+      policy: { ttl: null, executionTimeout: 60_000, lowPriority: null },
+      s3Config: null,
+    });
+    expect(run.status, run.text).toBe(200);
+    const take = await newWorker(ep).take();
+    expect(take.json).toEqual({ id: run.json.id, input: { n: null }, policy: { executionTimeout: 60_000 } });
   });
 
   it('what was not submitted is not invented', async () => {

@@ -6,6 +6,7 @@ import { WharfError } from '../../errors/index.ts';
 import { mayReachPrivate, refusal, type PrivateTargets } from '../../webhooks/index.ts';
 import { authenticate, requireUser, type Access } from '../plugins/auth.ts';
 import { bindLog } from '../plugins/observability.ts';
+import { nullMeansAbsent } from '../plugins/validation.ts';
 import { clientGone, rawBodyOf, sendJson, type AppDeps } from '../context.ts';
 import { withQueueReason } from './queue-reason.ts';
 import { EndpointParams, JobParams, RunsyncQuery, StatusQuery, SubmitBody, WaitQuery } from './schemas.ts';
@@ -69,7 +70,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
   /** The stream cursor belongs to the caller's key: two clients reading one stream each see every chunk. */
   const consumerOf = (p: Principal): string => (p.kind === 'user' ? `key:${p.key.id}` : `worker:${p.worker.id}`);
 
-  const post = { schema: { params: EndpointParams, body: SubmitBody } };
+  const post = { schema: { params: EndpointParams, body: SubmitBody }, preValidation: nullMeansAbsent(SubmitBody) };
 
   app.post<{ Params: EP; Body: Submission }>(
     '/v2/:endpointId/run',

@@ -33,7 +33,10 @@ export const S3Config = Type.Object(
   { additionalProperties: true },
 );
 
-/** Submission body (interface §2.2). Unknown top-level members are ignored, as clients send extras (webhookV2). */
+/**
+ * Submission body (interface §2.2). Unknown top-level members are ignored, as clients send extras (webhookV2). An
+ * optional member sent as null is taken as absent (the routes' nullMeansAbsent hook, before this schema is checked).
+ */
 export const SubmitBody = Type.Object(
   {
     input: Type.Object({}, { additionalProperties: true, description: "The handler's input" }),
@@ -43,7 +46,7 @@ export const SubmitBody = Type.Object(
     policy: Type.Optional(Policy),
     s3Config: Type.Optional(S3Config),
   },
-  { additionalProperties: true },
+  { additionalProperties: true, description: 'An optional member (at any depth) sent as null is taken as absent.' },
 );
 
 export const RunsyncQuery = Type.Object({
