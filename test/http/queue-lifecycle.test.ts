@@ -142,6 +142,26 @@ describe.each(['GET', 'POST'])('%s /status-sync', (method) => {
   });
 });
 
+describe('HEAD /status-sync', () => {
+  it('answers at once with the headers of the current state and no body, as HEAD /status does', async () => {
+    const ep = await createEndpoint(t);
+    const id = await submit(ep);
+    const head = t.api('HEAD', `/v2/${ep}/status-sync/${id}?wait=10000`);
+    expect(await settlesWithin(head, 3000)).toBe(true);
+    const res = await head;
+    expect(res.status).toBe(200);
+    expect(res.text).toBe('');
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    const get = await status(ep, id);
+    expect(get.json.status).toBe('IN_QUEUE');
+    expect(res.headers.get('content-length')).toBe(String(Buffer.byteLength(get.text)));
+    // An unknown job: its 404 at once too.
+    const unknown = t.api('HEAD', `/v2/${ep}/status-sync/no-such-job?wait=10000`);
+    expect(await settlesWithin(unknown, 3000)).toBe(true);
+    expect((await unknown).status).toBe(404);
+  });
+});
+
 describe('/stream', () => {
   it('returns each chunk once per caller key; another key sees every chunk; long-polls; reports the final status', async () => {
     const ep = await createEndpoint(t);

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { LIMITS, POLICY, type Endpoint, type User } from '../../domain/index.ts';
+import { LIMITS, POLICY, type Endpoint, type Job, type User } from '../../domain/index.ts';
 import { memberText } from '../../domain/json.ts';
 import { endpointHealth, statusBody, streamBody, type Principal, type Submission } from '../../engine/index.ts';
 import { WharfError } from '../../errors/index.ts';
@@ -105,6 +105,10 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
     },
   );
 
+  /** The job as /status and /status-sync show it. */
+  const sendStatus = (reply: FastifyReply, job: Job) =>
+    sendJson(reply, withQueueReason(statusBody(job, engine.clock.now()), job, deps.fleetStatus));
+
   const status = async (
     request: FastifyRequest<{ Params: JP; Querystring: { ttl?: number } }>,
     reply: FastifyReply,
@@ -116,7 +120,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
       ttl === undefined
         ? await engine.getJob(endpoint.id, request.params.jobId)
         : await engine.setTtl(endpoint.id, request.params.jobId, ttl);
-    return sendJson(reply, withQueueReason(statusBody(job, engine.clock.now()), job, deps.fleetStatus));
+    return sendStatus(reply, job);
   };
   const statusOpts = { schema: { params: JobParams, querystring: StatusQuery } };
   type StatusRoute = { Params: JP; Querystring: { ttl?: number } };
@@ -128,13 +132,12 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
     reply: FastifyReply,
   ) => {
     const { endpoint } = await endpointFor(request, 'read');
-    const job = await engine.statusSync(
-      endpoint.id,
-      request.params.jobId,
-      request.query.wait,
-      clientGone(request, reply),
-    );
-    return sendJson(reply, withQueueReason(statusBody(job, engine.clock.now()), job, deps.fleetStatus));
+    // HEAD (answered by the GET handler) asks for the headers of the state now, as HEAD /status does: no waiting.
+    const job =
+      request.method === 'HEAD'
+        ? await engine.getJob(endpoint.id, request.params.jobId)
+        : await engine.statusSync(endpoint.id, request.params.jobId, request.query.wait, clientGone(request, reply));
+    return sendStatus(reply, job);
   };
   const waitOpts = { schema: { params: JobParams, querystring: WaitQuery } };
   type WaitRoute = { Params: JP; Querystring: { wait?: number } };
