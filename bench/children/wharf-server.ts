@@ -160,7 +160,7 @@ serveParent(
               policy,
               policyGiven: false,
               policyJson: null,
-              s3ConfigJson: null,
+              s3ConfigSealed: null,
               mode: 'async',
               retentionMs: RETENTION.async,
               createdAt: now,

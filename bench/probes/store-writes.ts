@@ -36,7 +36,7 @@ const newJob = (): NewJob => ({
   webhook: null,
   policy: { executionTimeoutMs: 600_000, lowPriority: false, ttlMs: 86_400_000 },
   policyGiven: false,
-  s3ConfigJson: null,
+  s3ConfigSealed: null,
   mode: 'async',
   retentionMs: 1_800_000,
   createdAt: clock++,

@@ -78,7 +78,7 @@ function openStore(config: Config): { store: Store; pg: PostgresStore | null } {
     return { store, pg: null };
   }
   if (/^postgres(ql)?:\/\//.test(config.store)) {
-    // checkServerConfig made sure of a --secret-key: every node must open the credentials another node sealed.
+    // checkServerConfig made sure of a --secret-key: every node must open the secrets another node sealed.
     const pg = openPostgresStore({ url: config.store });
     return { store: pg, pg };
   }
@@ -97,7 +97,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
 
   const clock = opts.clock ?? monotonicWallClock();
   const bus = new Bus();
-  const engine = new JobEngine(store, bus, clock, {
+  // One key for every secret at rest: registry credentials, jobs' s3Config.
+  const secrets = new SecretBox(loadSecretKey(config.secretKey, dataDir));
+  const engine = new JobEngine(store, bus, clock, secrets, {
     nodeId: config.nodeId,
     streamWaitMs: config.streamWaitMs,
     statusSyncWaitMs: config.statusSyncWaitMs,
@@ -115,7 +117,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const executor = await createExecutor(config, dataDir, store, (message) => executorWarning(message));
   const resources = new Resources(store, (image, owner) => executor?.validateImage(image, owner) ?? null);
   const volumes = new Volumes(store, join(dataDir, 'volumes'), clock);
-  const registryAuths = new RegistryAuths(store, new SecretBox(loadSecretKey(config.secretKey, dataDir)));
+  const registryAuths = new RegistryAuths(store, secrets);
   const billing = new Billing(store, checked.prices, clock);
   const logs = new LogBook();
   let supervisor: Supervisor | null = null;

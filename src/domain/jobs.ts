@@ -109,7 +109,12 @@ export interface Job {
   policyGiven: boolean;
   /** The submitted `policy` as JSON text, exactly as given (what the worker receives); null when none was given. */
   policyJson?: string | null;
-  s3ConfigJson: string | null;
+  /**
+   * The submitted `s3Config` (S3 access keys) as stored: sealed with the server's secret key, bound to the job's id
+   * (engine/engine.ts submit); rows of earlier versions hold its JSON text in plain. Opened only for the worker that
+   * takes the job (engine/workers.ts). Null when none was given.
+   */
+  s3ConfigSealed: string | null;
   mode: SubmitMode;
   /** Retention after completion, decided at submission. */
   retentionMs: number;

@@ -17,6 +17,7 @@ import { WharfError } from '../errors/index.ts';
 import type { HandTo, JobCounts, Store, StreamRead, SweptJob } from '../store/index.ts';
 import { topics, type Bus, type Waiter } from './bus.ts';
 import type { Clock } from './clock.ts';
+import type { SecretBox } from './secrets.ts';
 
 export interface EngineOptions {
   nodeId: string;
@@ -68,15 +69,18 @@ export class JobEngine {
   readonly store: Store;
   readonly bus: Bus;
   readonly clock: Clock;
+  /** The server's key for secrets at rest: jobs' s3Config. */
+  readonly secrets: SecretBox;
   private readonly opts: EngineOptions;
   private readonly terminalListeners = new Set<TerminalListener>();
   private readonly eventListeners = new Set<JobEventListener>();
   private handOff: TakeHandOff | null = null;
 
-  constructor(store: Store, bus: Bus, clock: Clock, opts: EngineOptions) {
+  constructor(store: Store, bus: Bus, clock: Clock, secrets: SecretBox, opts: EngineOptions) {
     this.store = store;
     this.bus = bus;
     this.clock = clock;
+    this.secrets = secrets;
     this.opts = opts;
   }
 
@@ -150,11 +154,12 @@ export class JobEngine {
   ): Promise<Job> {
     const now = this.clock.now();
     const reservation = this.handOff?.reserve(endpoint.id) ?? null;
+    const id = newJobId(this.opts.nodeId, mode === 'sync');
     let job: Job;
     try {
       job = await this.store.submitJob(
         {
-          id: newJobId(this.opts.nodeId, mode === 'sync'),
+          id,
           endpointId: endpoint.id,
           inputJson: sub.inputJson ?? JSON.stringify(sub.input),
           webhook: sub.webhook ?? null,
@@ -166,7 +171,9 @@ export class JobEngine {
           },
           policyGiven: sub.policy !== undefined,
           policyJson: sub.policy === undefined ? null : JSON.stringify(sub.policy),
-          s3ConfigJson: sub.s3Config === undefined ? null : JSON.stringify(sub.s3Config),
+          // S3 access keys: sealed before they reach the store (a job without them costs nothing more).
+          s3ConfigSealed:
+            sub.s3Config === undefined ? null : this.secrets.sealText(JSON.stringify(sub.s3Config), s3ConfigAad(id)),
           mode,
           retentionMs: mode === 'async' ? RETENTION.async : waitGiven ? RETENTION.syncWithWait : RETENTION.sync,
           createdAt: now,
@@ -183,6 +190,15 @@ export class JobEngine {
     if (!handed) this.bus.publishOne(topics.queue(endpoint.id));
     this.emit({ type: 'submitted', job });
     return job;
+  }
+
+  /**
+   * The job's s3Config as its submitter gave it (JSON text), for the worker that takes it; a row of an earlier version
+   * holds it in plain text, read as it is (jobs are short-lived: such rows are gone with their retention). Throws a
+   * SecretUnreadableError when it was sealed with another secret key.
+   */
+  openS3Config(jobId: string, sealed: string): string {
+    return this.secrets.openText(sealed, s3ConfigAad(jobId), `the s3Config of job ${jobId}`);
   }
 
   /** Resolves once everything committed so far is durable: before an answer that hands out a /runsync job's id. */
@@ -412,6 +428,9 @@ const RETAKE_WAKE_SLACK_MS = 50;
 
 /** How many overdue attempts a read that finds one times out at once (the sweep does the rest on its next pass). */
 const OVERDUE_BATCH = 100;
+
+/** Binds a sealed s3Config to its job: copied onto another job's row, it does not open. */
+const s3ConfigAad = (jobId: string): string => `s3Config/${jobId}`;
 
 /** Woken when an endpoint's queue is purged (see JobEngine.armJob). */
 const purgeTopic = (endpointId: string): string => `purge:${endpointId}`;

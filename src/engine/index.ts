@@ -11,14 +11,14 @@ export {
 } from './engine.ts';
 export { Sweeper, type SweeperOptions } from './sweeper.ts';
 export { WorkerGateway, type PingReport, type WorkerGatewayOptions } from './workers.ts';
-export { statusBody, streamBody, workerJobBody } from './views.ts';
+export { statusBody, streamBody, workerJobBody, type TakenJob } from './views.ts';
 export { classifyDone, streamChunks, parseWorkerJson } from './worker-posts.ts';
 export { Accounts, generateKey, hashKey, type Principal } from './accounts.ts';
 export { Resources, type EndpointChange, type ImageValidator } from './resources.ts';
 export { endpointHealth, type EndpointHealth } from './health.ts';
 export { Volumes, type VolumeInput } from './volumes.ts';
 export { RegistryAuths, type RegistryAuthView, type RegistryCredentials } from './registry-auths.ts';
-export { SecretBox, decodeSecretKey, loadSecretKey } from './secrets.ts';
+export { SecretBox, SecretUnreadableError, decodeSecretKey, isSealed, loadSecretKey } from './secrets.ts';
 export {
   Billing,
   usageOf,

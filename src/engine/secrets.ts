@@ -11,13 +11,35 @@ import {
   writeSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { WharfError } from '../errors/index.ts';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
 /**
- * AES-256-GCM for secrets at rest (registry credentials). Each value gets a fresh IV; the associated data binds a
- * ciphertext to its record, so a sealed value copied onto another record (or user) fails to open.
+ * Starts every value sealed by sealText. What earlier versions stored in plain text in the same place (a job's
+ * s3Config as JSON, `{…}`) never does, so the two are told apart.
+ */
+const SEALED_PREFIX = 'sealed:v1:';
+
+/** Whether stored text was sealed by sealText (else it is plain text an earlier version wrote). */
+export const isSealed = (stored: string): boolean => stored.startsWith(SEALED_PREFIX);
+
+/**
+ * A sealed value that does not open with this server's key: sealed with another one (a different `--secret-key`, or
+ * another data directory's `secret.key`), or bound to another record. Names the record (`what`), never the value;
+ * an API answers it as SECRET_UNREADABLE.
+ */
+export class SecretUnreadableError extends WharfError {
+  constructor(what: string, options?: { cause?: unknown }) {
+    super('SECRET_UNREADABLE', { what }, options);
+    this.name = 'SecretUnreadableError';
+  }
+}
+
+/**
+ * AES-256-GCM for secrets at rest (registry credentials, jobs' s3Config). Each value gets a fresh IV; the associated
+ * data binds a ciphertext to its record, so a sealed value copied onto another record (or user) fails to open.
  */
 export class SecretBox {
   private readonly key: Buffer;
@@ -41,6 +63,24 @@ export class SecretBox {
     decipher.setAAD(Buffer.from(aad, 'utf8'));
     decipher.setAuthTag(raw.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
     return Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+  }
+
+  /** `plain` sealed for a text column that rows of earlier versions hold in plain text: marked (isSealed). */
+  sealText(plain: string, aad: string): string {
+    return SEALED_PREFIX + this.seal(plain, aad);
+  }
+
+  /**
+   * Text stored by sealText, opened; plain text an earlier version stored (no mark) is returned as it is. A value
+   * that does not open throws a SecretUnreadableError naming `what`.
+   */
+  openText(stored: string, aad: string, what: string): string {
+    if (!isSealed(stored)) return stored;
+    try {
+      return this.open(stored.slice(SEALED_PREFIX.length), aad);
+    } catch (error) {
+      throw new SecretUnreadableError(what, { cause: error });
+    }
   }
 }
 

@@ -18,8 +18,16 @@ export function statusBody(job: Job, now: number): string {
   return body + '}';
 }
 
+/**
+ * A job as the worker that takes it gets it (WorkerGateway.take): with its s3Config opened, as the JSON text the
+ * submitter gave. Absent when the job has none (the job as the store returned it, no copy made).
+ */
+export interface TakenJob extends Job {
+  s3ConfigJson?: string;
+}
+
 /** The job object a worker takes: id and input, plus webhook, policy and s3Config when the submitter gave them. */
-export function workerJobBody(job: Job): string {
+export function workerJobBody(job: TakenJob): string {
   let body = `{"id":${JSON.stringify(job.id)},"input":${job.inputJson}`;
   if (job.webhook !== null) body += `,"webhook":${JSON.stringify(job.webhook)}`;
   if (job.policyJson) {
@@ -32,7 +40,7 @@ export function workerJobBody(job: Job): string {
       ttl: job.policy.ttlMs,
     })}`;
   }
-  if (job.s3ConfigJson !== null) body += `,"s3Config":${job.s3ConfigJson}`;
+  if (job.s3ConfigJson !== undefined) body += `,"s3Config":${job.s3ConfigJson}`;
   return body + '}';
 }
 

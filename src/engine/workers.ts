@@ -5,6 +5,8 @@ import type { LeaseSweep, Store } from '../store/index.ts';
 import { addToSetOf, removeFromSetOf, topics, type Bus, type Waiter } from './bus.ts';
 import type { Clock } from './clock.ts';
 import type { JobEngine, TakeHandOff, TakeReservation } from './engine.ts';
+import { SecretUnreadableError } from './secrets.ts';
+import type { TakenJob } from './views.ts';
 import { classifyDone, streamChunks } from './worker-posts.ts';
 
 export interface WorkerGatewayOptions {
@@ -178,8 +180,11 @@ export class WorkerGateway implements TakeHandOff {
    * answer it with a look at the queue. One that leaves or stops looking instead — its worker retired or outdated
    * meanwhile, the client gone, the poll over, the store failing, or jobs found by a look that read the queue before
    * the wake-up's job was committed — hands the wake-up on to the next waiting take.
+   *
+   * The jobs come with their s3Config opened (opened()); one that cannot be opened fails instead, and the take goes
+   * on as if it had not found it.
    */
-  async take(worker: WorkerRecord, max: number, signal?: AbortSignal): Promise<Job[]> {
+  async take(worker: WorkerRecord, max: number, signal?: AbortSignal): Promise<TakenJob[]> {
     const topic = topics.queue(worker.endpointId);
     const deadline = this.clock.now() + this.opts.takeWaitMs;
     let waiter: Waiter | undefined;
@@ -201,7 +206,13 @@ export class WorkerGateway implements TakeHandOff {
         if (eligible && !signal?.aborted) {
           const jobs = await this.store.takeJobs(worker.endpointId, worker.id, max, this.clock.now());
           owed = waiter.woken;
-          if (jobs.length > 0) return jobs;
+          if (jobs.length > 0) {
+            const taken = await this.opened(worker, jobs);
+            if (taken.length > 0) return taken;
+            // Each failed: the queue may hold more.
+            waiter.dispose();
+            continue;
+          }
         }
         if (this.clock.now() >= deadline || signal?.aborted) return [];
         if (owed && !eligible) {
@@ -212,7 +223,10 @@ export class WorkerGateway implements TakeHandOff {
         if (typeof woke !== 'boolean') {
           // Submissions reserved this take. Claimed: the jobs are this worker's already. Queued instead (the worker
           // may not take them, or an older job waits): look at the queue again, after this wait's wake-up, if any.
-          if (woke.handed.length > 0) return woke.handed;
+          if (woke.handed.length > 0) {
+            const taken = await this.opened(worker, woke.handed);
+            if (taken.length > 0) return taken;
+          }
           owed ||= waiter.woken;
           waiter.dispose();
           continue;
@@ -224,6 +238,29 @@ export class WorkerGateway implements TakeHandOff {
       waiter?.dispose();
       if (owed || waiter?.woken === true) this.bus.wakeOne(topic);
     }
+  }
+
+  /**
+   * Jobs as the worker that took them gets them: each s3Config opened (TakenJob). One that does not open (sealed with
+   * another secret key) cannot run as submitted: its attempt fails, saying why, and it is left out.
+   */
+  private async opened(worker: WorkerRecord, jobs: Job[]): Promise<TakenJob[]> {
+    // The usual take: nothing to open, and the jobs are handed out as the store returned them.
+    if (jobs.every((job) => job.s3ConfigSealed === null)) return jobs;
+    const taken: TakenJob[] = [];
+    for (const job of jobs) {
+      if (job.s3ConfigSealed === null) {
+        taken.push(job);
+        continue;
+      }
+      try {
+        taken.push({ ...job, s3ConfigJson: this.engine.openS3Config(job.id, job.s3ConfigSealed) });
+      } catch (error) {
+        if (!(error instanceof SecretUnreadableError)) throw error;
+        await this.fail(worker, job.id, error.message);
+      }
+    }
+    return taken;
   }
 
   /**
@@ -389,6 +426,11 @@ export class WorkerGateway implements TakeHandOff {
    */
   async resultTooLarge(worker: WorkerRecord, jobId: string, reason: string): Promise<void> {
     await this.touch(worker);
+    await this.fail(worker, jobId, reason);
+  }
+
+  /** The worker's attempt at the job fails with `reason` (fenced: only while the worker holds it). */
+  private async fail(worker: WorkerRecord, jobId: string, reason: string): Promise<void> {
     const result: WorkerResult = {
       status: 'FAILED',
       outputJson: null,

@@ -176,6 +176,12 @@ export const ERRORS = {
     message: 'The server is shutting down; retry on another node',
     doc: 'Sent during graceful shutdown.',
   },
+  SECRET_UNREADABLE: {
+    status: 500,
+    message:
+      "{what} cannot be decrypted with this server's secret key (--secret-key / WHARF_SECRET_KEY, else <data-dir>/secret.key): it was sealed with another one",
+    doc: "A secret kept encrypted at rest (a job's s3Config) was sealed with another secret key: start the server with the key it was sealed with (the same on every node).",
+  },
   INTERNAL: {
     status: 500,
     message: 'Internal error (request {requestId})',

@@ -16,7 +16,7 @@ export function newJobRecord(j: NewJob, handedTo: string | null): Job {
     policy: j.policy,
     policyGiven: j.policyGiven,
     policyJson: j.policyJson ?? null,
-    s3ConfigJson: j.s3ConfigJson,
+    s3ConfigSealed: j.s3ConfigSealed,
     mode: j.mode,
     retentionMs: j.retentionMs,
     createdAt: j.createdAt,

@@ -33,7 +33,8 @@ export interface NewJob {
   policyGiven: boolean;
   /** The submitted policy as JSON text, handed to the worker untouched. */
   policyJson?: string | null;
-  s3ConfigJson: string | null;
+  /** Stored as given: the engine seals it (Job.s3ConfigSealed). */
+  s3ConfigSealed: string | null;
   mode: SubmitMode;
   retentionMs: number;
   createdAt: number;

@@ -37,7 +37,7 @@ export function webhookStoreContract(name: string, open: () => Promise<Store>): 
 
     const submitTaken = async (webhook: string | null, workerId = 'w1') => {
       const job = await store.submitJob(
-        newJob(ep, { webhook, s3ConfigJson: '{"accessSecret":"s3cr3t"}', createdAt: T0 }),
+        newJob(ep, { webhook, s3ConfigSealed: '{"accessSecret":"s3cr3t"}', createdAt: T0 }),
       );
       await store.upsertWorker(worker(workerId, ep));
       await store.takeJobs(ep, workerId, 1, T0 + 10);

@@ -98,12 +98,12 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(await store.takeJobs(ep, 'w1', 1, T0 + 10_001)).toEqual([]);
       });
 
-      it('stores input, webhook, policy and s3Config untouched', async () => {
+      it('stores input, webhook, policy and the sealed s3Config untouched', async () => {
         const j = newJob(ep, {
           inputJson: '{"prompt":"héllo","n":[1,2]}',
           webhook: 'http://127.0.0.1:9/h',
           policyGiven: true,
-          s3ConfigJson: '{"bucketName":"b"}',
+          s3ConfigSealed: 'sealed:v1:c2VhbGVkIGJ5IHRoZSBlbmdpbmU=',
         });
         await store.submitJob(j);
         const got = await store.getJob(ep, j.id);
@@ -111,7 +111,7 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
           inputJson: j.inputJson,
           webhook: j.webhook,
           policyGiven: true,
-          s3ConfigJson: j.s3ConfigJson,
+          s3ConfigSealed: j.s3ConfigSealed,
           status: 'IN_QUEUE',
         });
         expect(got?.expiresAt).toBe(T0 + 3_600_000);

@@ -14,7 +14,7 @@ export function newJob(endpointId: string, over: Partial<NewJob> = {}): NewJob {
     webhook: null,
     policy: { executionTimeoutMs: 60_000, lowPriority: false, ttlMs: 3_600_000 },
     policyGiven: false,
-    s3ConfigJson: null,
+    s3ConfigSealed: null,
     mode: 'async',
     retentionMs: 1_800_000,
     createdAt: T0,

@@ -110,7 +110,7 @@ export function jobVerbs(db: Db): JobVerbs {
         j.policy.lowPriority,
         j.policy.executionTimeoutMs,
         j.policy.ttlMs,
-        j.s3ConfigJson,
+        j.s3ConfigSealed,
         j.mode,
         j.retentionMs,
         j.createdAt,

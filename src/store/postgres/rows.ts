@@ -36,7 +36,7 @@ export function toJob(r: JobRow): Job {
     policy: JSON.parse(r.policy) as JobPolicy,
     policyGiven: r.policy_given,
     policyJson: r.policy_json,
-    s3ConfigJson: r.s3_config,
+    s3ConfigSealed: r.s3_config,
     mode: r.mode as SubmitMode,
     retentionMs: r.retention_ms,
     createdAt: r.created_at,

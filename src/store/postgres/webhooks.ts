@@ -53,7 +53,7 @@ export async function enqueueWebhooks(c: Conn, jobs: Iterable<Job>): Promise<voi
     if (job.webhook === null || !isTerminal(job.status)) continue;
     const at = job.completedAt ?? 0;
     // Input and s3Config stay out of the copy: not part of the payload, and s3Config carries credentials.
-    const snapshot: Job = { ...job, inputJson: 'null', s3ConfigJson: null, policyJson: null };
+    const snapshot: Job = { ...job, inputJson: 'null', s3ConfigSealed: null, policyJson: null };
     await c.query(
       `INSERT INTO webhook_deliveries (id, job_id, endpoint_id, user_id, url, job, state, next_attempt_at, created_at)
        VALUES ($1, $2, $3, (SELECT user_id FROM endpoints WHERE id = $3), $4, $5, 'pending', $6, $6)`,

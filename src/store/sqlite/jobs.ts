@@ -67,7 +67,7 @@ export class SqliteJobs {
       j.policy.lowPriority ? 1 : 0,
       j.policy.executionTimeoutMs,
       j.policy.ttlMs,
-      j.s3ConfigJson,
+      j.s3ConfigSealed,
       j.mode,
       j.retentionMs,
       j.createdAt,

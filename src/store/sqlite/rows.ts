@@ -46,7 +46,7 @@ export function toJob(r: JobRow): Job {
     policy: JSON.parse(r[5]) as JobPolicy,
     policyGiven: r[6] === 1,
     policyJson: r[7],
-    s3ConfigJson: r[8],
+    s3ConfigSealed: r[8],
     mode: r[9] as SubmitMode,
     retentionMs: r[10],
     createdAt: r[11],

@@ -58,7 +58,7 @@ export class SqliteWebhooks {
     if (job.webhook === null || !isTerminal(job.status)) return;
     const at = job.completedAt ?? 0;
     // Input and s3Config stay out of the copy: not part of the payload, and s3Config carries credentials.
-    const snapshot: Job = { ...job, inputJson: 'null', s3ConfigJson: null, policyJson: null };
+    const snapshot: Job = { ...job, inputJson: 'null', s3ConfigSealed: null, policyJson: null };
     this.q(
       `INSERT INTO webhook_deliveries (id, job_id, endpoint_id, user_id, url, job, state, next_attempt_at, created_at)
        VALUES (?, ?, ?, (SELECT user_id FROM endpoints WHERE id = ?), ?, ?, 'pending', ?, ?)`,

@@ -1,0 +1,174 @@
+// Secrets at rest, on both stores: a job's s3Config (S3 access keys) is sealed with the server's secret key
+// (engine/secrets.ts) before it reaches the database. The worker still takes the s3Config it was given, rows written
+// in plain text by earlier versions keep working, and a value sealed with another key fails its own record with a
+// clear error.
+
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { dropSchemas, newSchema, PG_URL, pgUnavailable, schemaUrl } from '../helpers/postgres.ts';
+import { createEndpoint, protocolWorker, startTestServer, type TestServer } from '../helpers/server.ts';
+import { newJob } from '../store/records.ts';
+
+const unavailable = await pgUnavailable('secrets at rest on PostgreSQL');
+const stores = unavailable === null ? ['sqlite', 'postgres'] : ['sqlite'];
+
+/** Everything the database holds, as text: every row of every table (PostgreSQL), or the files (SQLite). */
+interface RawDb {
+  /** Whether `text` appears anywhere in what the database wrote. */
+  holds(text: string): Promise<boolean>;
+  /** The stored text of one column of one row. */
+  column(table: 'jobs', column: 's3_config', id: string): Promise<string | null>;
+}
+
+function sqliteRaw(dataDir: string): RawDb {
+  const path = join(dataDir, 'wharf.db');
+  return {
+    async holds(text) {
+      // The database file and its WAL, byte for byte: a value written only sealed is in neither.
+      const files = [path, `${path}-wal`].filter((f) => existsSync(f));
+      return files.some((f) => readFileSync(f).includes(text));
+    },
+    async column(table, column, id) {
+      const db = new DatabaseSync(path, { readOnly: true });
+      try {
+        const row = db.prepare(`SELECT ${column} AS v FROM ${table} WHERE id = ?`).get(id) as { v: string | null };
+        return row.v;
+      } finally {
+        db.close();
+      }
+    },
+  };
+}
+
+function postgresRaw(schema: string): RawDb {
+  const query = async <T>(sql: string, params: unknown[] = []): Promise<T[]> => {
+    const client = new pg.Client({ connectionString: PG_URL });
+    await client.connect();
+    try {
+      return (await client.query(sql, params)).rows as T[];
+    } finally {
+      await client.end();
+    }
+  };
+  return {
+    async holds(text) {
+      const tables = await query<{ t: string }>(
+        'SELECT table_name AS t FROM information_schema.tables WHERE table_schema = $1',
+        [schema],
+      );
+      for (const { t } of tables) {
+        const hits = await query(`SELECT 1 FROM "${schema}"."${t}" r WHERE strpos(r::text, $1) > 0`, [text]);
+        if (hits.length > 0) return true;
+      }
+      return false;
+    },
+    async column(table, column, id) {
+      const [row] = await query<{ v: string | null }>(`SELECT ${column} AS v FROM "${schema}".${table} WHERE id = $1`, [
+        id,
+      ]);
+      return row!.v;
+    },
+  };
+}
+
+const s3Config = (secret: string) => ({
+  accessId: `AKIA${randomBytes(6).toString('hex')}`,
+  accessSecret: secret,
+  bucketName: 'bucket',
+  endpointUrl: 'https://s3.example.com',
+  objectPath: 'out/',
+});
+
+afterAll(dropSchemas);
+
+describe.each(stores)('%s store', (store) => {
+  let t: TestServer;
+  let raw: RawDb;
+  /** How to start a server on this test's database: the same data directory, or the same PostgreSQL schema. */
+  let restart: (secretKey: string) => Promise<TestServer>;
+  let worker = 0;
+  let dataDir: string | undefined;
+
+  beforeAll(async () => {
+    const fast = { takeWaitMs: 1000 };
+    if (store === 'sqlite') {
+      // A data directory of our own: a test server removes the one it made when it closes.
+      dataDir = mkdtempSync(join(tmpdir(), 'wharf-secrets-'));
+      t = await startTestServer({ ...fast, dataDir });
+      raw = sqliteRaw(dataDir);
+      restart = (secretKey) => startTestServer({ ...fast, dataDir, secretKey });
+    } else {
+      const schema = newSchema();
+      const url = schemaUrl(schema, 4);
+      t = await startTestServer({ ...fast, store: url, secretKey: randomBytes(32).toString('base64') });
+      raw = postgresRaw(schema);
+      restart = (secretKey) => startTestServer({ ...fast, store: url, secretKey });
+    }
+  });
+  afterAll(async () => {
+    await t?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const newWorker = (ep: string) => protocolWorker(t, ep, `w-secret-${++worker}`);
+
+  it("a job's s3Config is never written in plain text; the worker takes the object it was given", async () => {
+    const ep = await createEndpoint(t);
+    const queued = s3Config(`queued-${randomBytes(12).toString('hex')}`);
+    const handed = s3Config(`handed-${randomBytes(12).toString('hex')}`);
+    // Queued, then taken from the queue (a batch take).
+    const a = await t.api('POST', `/v2/${ep}/run`, { input: { n: 1 }, s3Config: queued });
+    expect(a.status, a.text).toBe(200);
+    const batch = await newWorker(ep).takeBatch(5);
+    expect(batch.json).toEqual([{ id: a.json.id, input: { n: 1 }, s3Config: queued }]);
+    // Handed by the submission straight to a take waiting for work (the path that skips the queue).
+    const take = newWorker(ep).take();
+    await new Promise((r) => setTimeout(r, 200));
+    const b = await t.api('POST', `/v2/${ep}/run`, { input: { n: 2 }, s3Config: handed });
+    expect((await take).json).toEqual({ id: b.json.id, input: { n: 2 }, s3Config: handed });
+
+    for (const cfg of [queued, handed]) {
+      expect(await raw.holds(cfg.accessSecret), `${store} holds ${cfg.accessSecret}`).toBe(false);
+      expect(await raw.holds(cfg.accessId)).toBe(false);
+    }
+    const stored = await raw.column('jobs', 's3_config', a.json.id);
+    expect(stored).not.toBeNull();
+    expect(stored).not.toContain('bucket');
+  });
+
+  it('a job without s3Config stores none', async () => {
+    const ep = await createEndpoint(t);
+    const run = await t.api('POST', `/v2/${ep}/run`, { input: { n: 1 } });
+    expect(await raw.column('jobs', 's3_config', run.json.id)).toBeNull();
+    expect((await newWorker(ep).take()).json).toEqual({ id: run.json.id, input: { n: 1 } });
+  });
+
+  it('a job stored with a plain s3Config (an earlier version) is taken with it', async () => {
+    const ep = await createEndpoint(t);
+    const legacy = s3Config('legacy-plain');
+    const job = await t.server.store.submitJob(
+      newJob(ep, { s3ConfigSealed: JSON.stringify(legacy), createdAt: Date.now() }),
+    );
+    expect((await newWorker(ep).take()).json).toMatchObject({ id: job.id, s3Config: legacy });
+  });
+
+  it('values sealed with another secret key fail their own record, clearly; the server goes on', async () => {
+    const ep = await createEndpoint(t);
+    const sealed = await t.api('POST', `/v2/${ep}/run`, { input: { n: 1 }, s3Config: s3Config('other-key') });
+    const plain = await t.api('POST', `/v2/${ep}/run`, { input: { n: 2 } });
+    await t.close();
+    t = await restart(randomBytes(32).toString('base64'));
+
+    // The job whose s3Config cannot be opened fails with a reason; the next job is taken as usual.
+    const w = newWorker(ep);
+    expect((await w.take()).json).toEqual({ id: plain.json.id, input: { n: 2 } });
+    const status = await t.api('GET', `/v2/${ep}/status/${sealed.json.id}`);
+    expect(status.json).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/s3Config.*secret key/) });
+  });
+});
