@@ -44,8 +44,8 @@ export function checkServerConfig(config: Config): CheckedConfig {
     if (!/^postgres(ql)?:\/\/./.test(config.store)) {
       problems.push(`--store / WHARF_STORE must be sqlite or a postgres:// URL, got '${config.store}'`);
     } else if (!config.secretKey) {
-      // Every node must open the secrets another node sealed (registry credentials, s3Config): a per-node generated
-      // key cannot.
+      // Every node must open the secrets another node sealed (registry credentials, s3Config, webhook secrets): a
+      // per-node generated key cannot.
       problems.push('--store postgres://… needs --secret-key / WHARF_SECRET_KEY, the same on every node');
     }
   }

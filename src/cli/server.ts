@@ -97,7 +97,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
 
   const clock = opts.clock ?? monotonicWallClock();
   const bus = new Bus();
-  // One key for every secret at rest: registry credentials, jobs' s3Config.
+  // One key for every secret at rest: registry credentials, jobs' s3Config, webhook secrets.
   const secrets = new SecretBox(loadSecretKey(config.secretKey, dataDir));
   const engine = new JobEngine(store, bus, clock, secrets, {
     nodeId: config.nodeId,

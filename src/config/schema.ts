@@ -373,7 +373,7 @@ export const SETTINGS = [
     env: 'WHARF_SECRET_KEY',
     kind: 'string',
     default: null,
-    doc: "base64 of 32 bytes: encrypts secrets at rest (registry credentials, jobs' s3Config); generated into <data-dir>/secret.key when unset.",
+    doc: "base64 of 32 bytes: encrypts secrets at rest (registry credentials, jobs' s3Config, webhook secrets); generated into <data-dir>/secret.key when unset.",
   },
   {
     key: 'prices',

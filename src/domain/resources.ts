@@ -14,7 +14,10 @@ export interface User {
   createdAt: number;
   /** Set by an admin (`PATCH /v1/users/{id}`); null or absent = no discount. */
   serverlessDiscount?: ServerlessDiscount | null;
-  /** HMAC key for signing this user's webhook deliveries; generated at user creation. */
+  /**
+   * HMAC key for signing this user's webhook deliveries, as stored: sealed with the server's secret key (plain
+   * `whsec_…` in rows of earlier versions). Made, and read, through webhooks/secrets.ts on first use.
+   */
   webhookSecret?: string;
   /** SSH public keys, newline-separated (GraphQL `updateUserSettings`); kept for clients, unused by workers. */
   pubKey?: string;

@@ -26,9 +26,6 @@ export function generateKey(prefix = 'wharf'): string {
   return `${prefix}_${randomBytes(30).toString('base64url')}`;
 }
 
-/** A user's webhook signing secret (HMAC-SHA256 key), made once at creation. */
-const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64url')}`;
-
 /**
  * How long a resolved key is trusted without a store read. A revocation (or a removed worker, a changed user)
  * clears the cache at once on every node: the `accounts` bus topic reaches the others over LISTEN/NOTIFY, and a
@@ -78,7 +75,6 @@ export class Accounts {
         isAdmin: true,
         createdAt: Date.now(),
         serverlessDiscount: null,
-        webhookSecret: newWebhookSecret(),
       };
       await this.store.createUser(admin);
     }
@@ -116,7 +112,6 @@ export class Accounts {
       isAdmin: false,
       createdAt: Date.now(),
       serverlessDiscount: null,
-      webhookSecret: newWebhookSecret(),
     };
     await this.store.createUser(user);
     return user;

@@ -69,7 +69,7 @@ export class JobEngine {
   readonly store: Store;
   readonly bus: Bus;
   readonly clock: Clock;
-  /** The server's key for secrets at rest: jobs' s3Config. */
+  /** The server's key for secrets at rest: jobs' s3Config here, and webhook secrets (webhooks/secrets.ts). */
   readonly secrets: SecretBox;
   private readonly opts: EngineOptions;
   private readonly terminalListeners = new Set<TerminalListener>();

@@ -17,8 +17,8 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
 /**
- * Starts every value sealed by sealText. What earlier versions stored in plain text in the same place (a job's
- * s3Config as JSON, `{…}`) never does, so the two are told apart.
+ * Starts every value sealed by sealText. What earlier versions stored in plain text in the same places (a job's
+ * s3Config as JSON, `{…}`; a webhook secret, `whsec_…`) never does, so the two are told apart.
  */
 const SEALED_PREFIX = 'sealed:v1:';
 
@@ -38,8 +38,9 @@ export class SecretUnreadableError extends WharfError {
 }
 
 /**
- * AES-256-GCM for secrets at rest (registry credentials, jobs' s3Config). Each value gets a fresh IV; the associated
- * data binds a ciphertext to its record, so a sealed value copied onto another record (or user) fails to open.
+ * AES-256-GCM for secrets at rest (registry credentials, jobs' s3Config, webhook secrets). Each value gets a fresh
+ * IV; the associated data binds a ciphertext to its record, so a sealed value copied onto another record (or user)
+ * fails to open.
  */
 export class SecretBox {
   private readonly key: Buffer;

@@ -180,7 +180,7 @@ export const ERRORS = {
     status: 500,
     message:
       "{what} cannot be decrypted with this server's secret key (--secret-key / WHARF_SECRET_KEY, else <data-dir>/secret.key): it was sealed with another one",
-    doc: "A secret kept encrypted at rest (a job's s3Config) was sealed with another secret key: start the server with the key it was sealed with (the same on every node).",
+    doc: "A secret kept encrypted at rest (a job's s3Config, a webhook secret) was sealed with another secret key: start the server with the key it was sealed with (the same on every node), or replace the secret (`POST /v1/webhook-secret` rotates the webhook secret).",
   },
   INTERNAL: {
     status: 500,

@@ -69,8 +69,10 @@ export interface WebhookStore {
   /** Delete finished deliveries (and their attempts) finished before `before`; returns how many. */
   pruneWebhookDeliveries(before: number, limit: number): Promise<number>;
   /**
-   * Set a user's webhook signing secret. With `onlyIfMissing` an existing secret is kept (two nodes creating one
-   * lazily at once agree on the first). Returns the secret in effect, or null when the user does not exist.
+   * Set a user's webhook signing secret, stored as given (the caller seals it: webhooks/secrets.ts). With `replacing`
+   * it is set only while the stored one is that value (null: none yet), so that two nodes creating one lazily, or
+   * re-sealing a plain one, at once agree on the first, and neither undoes a rotation made in between. Returns the
+   * secret in effect, or null when the user does not exist.
    */
-  setWebhookSecret(userId: string, secret: string, onlyIfMissing: boolean): Promise<string | null>;
+  setWebhookSecret(userId: string, secret: string, replacing?: string | null): Promise<string | null>;
 }

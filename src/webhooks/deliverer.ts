@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { statusBody, type Clock, type JobEngine } from '../engine/index.ts';
+import { SecretUnreadableError, statusBody, type Clock, type JobEngine } from '../engine/index.ts';
 import { coerceError } from '../errors/index.ts';
 import type { Store, WebhookDelivery, WebhookDeliveryState } from '../store/index.ts';
 import { webhookSecretOf } from './secrets.ts';
@@ -168,7 +168,17 @@ export class WebhookDeliverer {
   private async attempt(d: WebhookDelivery): Promise<void> {
     const attempt = d.attempts + 1;
     const at = this.clock.now();
-    const secret = d.userId === null ? null : await webhookSecretOf(this.store, d.userId);
+    let secret: string | null;
+    try {
+      secret = d.userId === null ? null : await webhookSecretOf(this.store, this.engine.secrets, d.userId);
+    } catch (thrown) {
+      if (!(thrown instanceof SecretUnreadableError)) throw thrown;
+      // Sealed with another secret key: not sent (unsigned, as below, would teach receivers to skip checks). An
+      // attempt like any other, retried (the key may be restored, the secret rotated) and then given up.
+      const state = attempt >= this.opts.maxAttempts ? 'failed' : 'pending';
+      await this.finish(d, attempt, at, 0, null, `${thrown.message}; not sent`, state);
+      return;
+    }
     if (secret === null) {
       // Nobody can verify a delivery without the owner's secret; sending it unsigned would teach receivers to skip checks.
       await this.finish(d, attempt, at, 0, null, 'the endpoint owner no longer exists; not sent', 'failed');

@@ -155,13 +155,17 @@ describe('users (admin only)', () => {
       apiKey: { scope: 'all' },
     });
     expect(res.text).not.toContain('webhookSecret');
-    const stored = await t.server.store.getUser(res.json.id);
-    expect(stored?.webhookSecret).toMatch(/^whsec_/);
     expect((await t.api('GET', '/v1/templates', undefined, { key: res.json.key })).json).toEqual([]);
+    // The user's secret (made on first use), read by the user: the user views still do not show it.
+    const secret = await t.api('GET', '/v1/webhook-secret', undefined, { key: res.json.key });
+    expect(secret.json.secret).toMatch(/^whsec_/);
     const list = await t.api('GET', '/v1/users');
     expect(list.json.map((u: any) => u.name)).toEqual(expect.arrayContaining(['admin', 'erin']));
     expect(list.text).not.toContain('whsec_');
-    expect((await t.api('GET', `/v1/users/${res.json.id}`)).json.name).toBe('erin');
+    expect(list.text).not.toContain('webhookSecret');
+    const one = await t.api('GET', `/v1/users/${res.json.id}`);
+    expect(one.json.name).toBe('erin');
+    expect(one.text).not.toContain('webhookSecret');
     expectError(await t.api('GET', '/v1/users/user_nosuchuser'), 404, 'USER_NOT_FOUND');
   });
 

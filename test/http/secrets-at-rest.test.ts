@@ -1,15 +1,16 @@
-// Secrets at rest, on both stores: a job's s3Config (S3 access keys) is sealed with the server's secret key
-// (engine/secrets.ts) before it reaches the database. The worker still takes the s3Config it was given, rows written
-// in plain text by earlier versions keep working, and a value sealed with another key fails its own record with a
-// clear error.
+// Secrets at rest, on both stores: a job's s3Config (S3 access keys) and a user's webhook signing secret are sealed
+// with the server's secret key (engine/secrets.ts) before they reach the database. The worker still takes the
+// s3Config it was given, deliveries are signed with the secret its user reads, rows written in plain text by earlier
+// versions keep working, and a value sealed with another key fails its own record with a clear error.
 
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { dropSchemas, newSchema, PG_URL, pgUnavailable, schemaUrl } from '../helpers/postgres.ts';
 import { createEndpoint, protocolWorker, startTestServer, type TestServer } from '../helpers/server.ts';
@@ -23,7 +24,7 @@ interface RawDb {
   /** Whether `text` appears anywhere in what the database wrote. */
   holds(text: string): Promise<boolean>;
   /** The stored text of one column of one row. */
-  column(table: 'jobs', column: 's3_config', id: string): Promise<string | null>;
+  column(table: 'jobs' | 'users', column: 's3_config' | 'doc', id: string): Promise<string | null>;
 }
 
 function sqliteRaw(dataDir: string): RawDb {
@@ -77,6 +78,43 @@ function postgresRaw(schema: string): RawDb {
   };
 }
 
+/** A webhook receiver on loopback that answers 200 and keeps what it got. */
+class Receiver {
+  readonly received: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
+  private server: Server | undefined;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (chunk: string) => (body += chunk));
+      req.on('end', () => {
+        this.received.push({ headers: req.headers, body });
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    const address = this.server.address();
+    this.url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/hook`;
+  }
+
+  forJob(jobId: string) {
+    return this.received.filter((r) => r.headers['x-wharf-job-id'] === jobId);
+  }
+
+  async close(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+  }
+}
+
+/** The documented check (docs/webhooks.md): HMAC-SHA256 over "<timestamp>.<raw body>" with the secret. */
+function signatureOk(secret: string, r: { headers: IncomingHttpHeaders; body: string }): boolean {
+  const mac = createHmac('sha256', secret).update(`${r.headers['x-wharf-timestamp']}.${r.body}`).digest('hex');
+  return r.headers['x-wharf-signature'] === `sha256=${mac}`;
+}
+
 const s3Config = (secret: string) => ({
   accessId: `AKIA${randomBytes(6).toString('hex')}`,
   accessSecret: secret,
@@ -85,7 +123,12 @@ const s3Config = (secret: string) => ({
   objectPath: 'out/',
 });
 
-afterAll(dropSchemas);
+const receiver = new Receiver();
+beforeAll(() => receiver.start());
+afterAll(async () => {
+  await receiver.close();
+  await dropSchemas();
+});
 
 describe.each(stores)('%s store', (store) => {
   let t: TestServer;
@@ -96,7 +139,7 @@ describe.each(stores)('%s store', (store) => {
   let dataDir: string | undefined;
 
   beforeAll(async () => {
-    const fast = { takeWaitMs: 1000 };
+    const fast = { webhookRetryDelayMs: 200, takeWaitMs: 1000 };
     if (store === 'sqlite') {
       // A data directory of our own: a test server removes the one it made when it closes.
       dataDir = mkdtempSync(join(tmpdir(), 'wharf-secrets-'));
@@ -158,9 +201,47 @@ describe.each(stores)('%s store', (store) => {
     expect((await newWorker(ep).take()).json).toMatchObject({ id: job.id, s3Config: legacy });
   });
 
+  it('the webhook secret is never written in plain text; deliveries are signed with the one its user reads', async () => {
+    const secret = (await t.api('GET', '/v1/webhook-secret')).json.secret as string;
+    expect(secret).toMatch(/^whsec_/);
+    expect(await t.api('GET', '/v1/webhook-secret')).toMatchObject({ json: { secret } });
+    const rotated = (await t.api('POST', '/v1/webhook-secret')).json.secret as string;
+    expect(rotated).not.toBe(secret);
+    expect((await t.api('GET', '/v1/webhook-secret')).json.secret).toBe(rotated);
+    for (const s of [secret, rotated]) expect(await raw.holds(s), `${store} holds the secret`).toBe(false);
+    expect(await raw.column('users', 'doc', t.server.adminUserId)).not.toContain('whsec_');
+
+    const id = await deliveredJob();
+    expect(signatureOk(rotated, receiver.forJob(id)[0]!)).toBe(true);
+  });
+
+  it('a user created through the API gets a sealed secret too', async () => {
+    const user = await t.api('POST', '/v1/users', { name: `sealed-${worker}` });
+    expect(user.status, user.text).toBe(200);
+    const secret = (await t.api('GET', '/v1/webhook-secret', undefined, { key: user.json.key })).json.secret;
+    expect(secret).toMatch(/^whsec_/);
+    expect(await raw.holds(secret)).toBe(false);
+    expect(await raw.column('users', 'doc', user.json.id)).not.toContain('whsec_');
+  });
+
+  it('a plain webhook secret (an earlier version) still signs, is read back, and is sealed on first use', async () => {
+    const legacy = `whsec_legacy${randomBytes(8).toString('hex')}`;
+    await t.server.store.setWebhookSecret(t.server.adminUserId, legacy);
+    expect(await raw.column('users', 'doc', t.server.adminUserId)).toContain(legacy);
+    expect((await t.api('GET', '/v1/webhook-secret')).json.secret).toBe(legacy);
+    expect(await raw.column('users', 'doc', t.server.adminUserId)).not.toContain(legacy);
+    const id = await deliveredJob();
+    expect(signatureOk(legacy, receiver.forJob(id)[0]!)).toBe(true);
+    expect((await t.api('GET', '/v1/webhook-secret')).json.secret).toBe(legacy);
+  });
+
   it('values sealed with another secret key fail their own record, clearly; the server goes on', async () => {
     const ep = await createEndpoint(t);
-    const sealed = await t.api('POST', `/v2/${ep}/run`, { input: { n: 1 }, s3Config: s3Config('other-key') });
+    const sealed = await t.api('POST', `/v2/${ep}/run`, {
+      input: { n: 1 },
+      webhook: receiver.url,
+      s3Config: s3Config('other-key'),
+    });
     const plain = await t.api('POST', `/v2/${ep}/run`, { input: { n: 2 } });
     await t.close();
     t = await restart(randomBytes(32).toString('base64'));
@@ -170,5 +251,29 @@ describe.each(stores)('%s store', (store) => {
     expect((await w.take()).json).toEqual({ id: plain.json.id, input: { n: 2 } });
     const status = await t.api('GET', `/v2/${ep}/status/${sealed.json.id}`);
     expect(status.json).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/s3Config.*secret key/) });
+    // Its webhook cannot be signed: the attempt says why (and nothing unsigned is sent).
+    await vi.waitFor(async () => {
+      const log = await t.api('GET', `/v2/${ep}/webhooks/${sealed.json.id}`);
+      expect(log.json.deliveries[0]?.attempts[0]?.error).toMatch(/webhook secret.*secret key/);
+    });
+    expect(receiver.forJob(sealed.json.id)).toEqual([]);
+    // Reading the secret is a clear error, and rotating it is the way out.
+    const read = await t.api('GET', '/v1/webhook-secret');
+    expect(read.status).toBe(500);
+    expect(read.json).toMatchObject({ code: 'SECRET_UNREADABLE', message: expect.stringMatching(/secret key/) });
+    const rotated = await t.api('POST', '/v1/webhook-secret');
+    expect(rotated.status).toBe(200);
+    expect((await t.api('GET', '/v1/webhook-secret')).json.secret).toBe(rotated.json.secret);
   });
+
+  /** A job with a webhook, taken and finished by a protocol worker; resolves once its delivery arrived. */
+  async function deliveredJob(): Promise<string> {
+    const ep = await createEndpoint(t);
+    const run = await t.api('POST', `/v2/${ep}/run`, { input: { n: 1 }, webhook: receiver.url });
+    const w = newWorker(ep);
+    expect((await w.take()).json.id).toBe(run.json.id);
+    expect((await w.done(run.json.id, { output: 1 })).status).toBe(200);
+    await vi.waitFor(() => expect(receiver.forJob(run.json.id)).toHaveLength(1), { timeout: 5000 });
+    return run.json.id as string;
+  }
 });

@@ -130,11 +130,16 @@ export function webhookStoreContract(name: string, open: () => Promise<Store>): 
       expect(await store.listWebhookDeliveries(ep, job.id)).toEqual([]);
     });
 
-    it('sets the webhook secret, keeping an existing one when asked and other user fields always', async () => {
-      expect(await store.setWebhookSecret('nobody', 'whsec_x', true)).toBeNull();
-      expect(await store.setWebhookSecret('u1', 'whsec_a', true)).toBe('whsec_a');
-      expect(await store.setWebhookSecret('u1', 'whsec_b', true)).toBe('whsec_a');
-      expect(await store.setWebhookSecret('u1', 'whsec_c', false)).toBe('whsec_c');
+    it('sets the webhook secret as given, only over the one it replaces when asked, other user fields always kept', async () => {
+      expect(await store.setWebhookSecret('nobody', 'whsec_x', null)).toBeNull();
+      // Replacing none: set when the user has none yet, and not over one another node set first.
+      expect(await store.setWebhookSecret('u1', 'whsec_a', null)).toBe('whsec_a');
+      expect(await store.setWebhookSecret('u1', 'whsec_b', null)).toBe('whsec_a');
+      // Replacing a given one (a plain secret sealed on first use): not over one a rotation set in between.
+      expect(await store.setWebhookSecret('u1', 'sealed:v1:b', 'whsec_x')).toBe('whsec_a');
+      expect(await store.setWebhookSecret('u1', 'sealed:v1:b', 'whsec_a')).toBe('sealed:v1:b');
+      // Unconditional (a rotation).
+      expect(await store.setWebhookSecret('u1', 'whsec_c')).toBe('whsec_c');
       expect(await store.getUser('u1')).toEqual({
         id: 'u1',
         name: 'a',

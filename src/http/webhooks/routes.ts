@@ -51,14 +51,14 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps): void
 
   app.get('/v1/webhook-secret', async (request) => {
     const user = await secretOwner(request);
-    const secret = await webhookSecretOf(store, user.id);
+    const secret = await webhookSecretOf(store, engine.secrets, user.id);
     if (secret === null) throw new WharfError('UNAUTHORIZED');
     return { secret, algorithm: 'HMAC-SHA256' };
   });
 
   app.post('/v1/webhook-secret', async (request) => {
     const user = await secretOwner(request);
-    const secret = await rotateWebhookSecret(store, user.id);
+    const secret = await rotateWebhookSecret(store, engine.secrets, user.id);
     if (secret === null) throw new WharfError('UNAUTHORIZED');
     return { secret, algorithm: 'HMAC-SHA256' };
   });

@@ -146,15 +146,15 @@ export function webhookVerbs(db: Db): WebhookVerbs {
       });
     },
 
-    setWebhookSecret(userId, secret, onlyIfMissing) {
-      // One field edited in place: other settings in the user's document are never overwritten. Two nodes creating
-      // a secret lazily at once agree on the first: the second UPDATE waits for the first, re-checks its condition
-      // and changes nothing; the SELECT after it (a fresh snapshot) reads the winner.
+    setWebhookSecret(userId, secret, replacing) {
+      // One field edited in place: other settings in the user's document are never overwritten. Two nodes setting
+      // a secret conditionally at once agree on the first: the second UPDATE waits for the first, re-checks its
+      // condition and changes nothing; the SELECT after it (a fresh snapshot) reads the winner.
       return db.tx(async (c) => {
         await c.query(
           `UPDATE users SET doc = jsonb_set(doc::jsonb, '{webhookSecret}', to_jsonb($1::text))::text
-           WHERE id = $2 AND (NOT $3::boolean OR doc::jsonb->>'webhookSecret' IS NULL)`,
-          [secret, userId, onlyIfMissing],
+           WHERE id = $2 AND (NOT $3::boolean OR doc::jsonb->>'webhookSecret' IS NOT DISTINCT FROM $4::text)`,
+          [secret, userId, replacing !== undefined, replacing ?? null],
         );
         const rows = await c.query<{ s: string | null }>(
           `SELECT doc::jsonb->>'webhookSecret' AS s FROM users WHERE id = $1`,

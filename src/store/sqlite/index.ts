@@ -412,8 +412,8 @@ class SqliteStore implements Store {
   pruneWebhookDeliveries(before: number, limit: number) {
     return this.write(() => this.hooks.prune(before, limit));
   }
-  setWebhookSecret(userId: string, secret: string, onlyIfMissing: boolean) {
-    return this.write(() => this.hooks.setSecret(userId, secret, onlyIfMissing));
+  setWebhookSecret(userId: string, secret: string, replacing?: string | null) {
+    return this.write(() => this.hooks.setSecret(userId, secret, replacing));
   }
 
   // Observability (types-requests.ts)
@@ -447,9 +447,9 @@ export function openSqliteStore(opts: SqliteStoreOptions): Store {
 }
 
 /**
- * The database holds webhook signing secrets, template env values and job inputs: readable by the server's user
- * only, whatever the umask or the mode of a data directory that already existed. SQLite creates the -wal and -shm
- * files with the database file's mode, so they follow.
+ * The database holds template env values and job inputs (and sealed secrets, plain in rows of earlier versions):
+ * readable by the server's user only, whatever the umask or the mode of a data directory that already existed.
+ * SQLite creates the -wal and -shm files with the database file's mode, so they follow.
  */
 function ownerOnly(path: string): void {
   closeSync(openSync(path, 'a', 0o600));

@@ -147,12 +147,13 @@ export class SqliteWebhooks {
     return rows.length;
   }
 
-  setSecret(userId: string, secret: string, onlyIfMissing: boolean): string | null {
-    // json_set edits the one field in place: other settings in the user's document are never overwritten.
+  setSecret(userId: string, secret: string, replacing: string | null | undefined): string | null {
+    // json_set edits the one field in place: other settings in the user's document are never overwritten. `IS ?`
+    // compares with NULL too (no secret yet).
     this.q(
       `UPDATE users SET doc = json_set(doc, '$.webhookSecret', ?)
-       WHERE id = ? AND (? = 0 OR json_extract(doc, '$.webhookSecret') IS NULL)`,
-    ).run(secret, userId, onlyIfMissing ? 1 : 0);
+       WHERE id = ? AND (? = 0 OR json_extract(doc, '$.webhookSecret') IS ?)`,
+    ).run(secret, userId, replacing === undefined ? 0 : 1, replacing ?? null);
     const row = this.q(`SELECT json_extract(doc, '$.webhookSecret') AS s FROM users WHERE id = ?`).get(userId) as
       { s: string | null } | undefined;
     return row?.s ?? null;
