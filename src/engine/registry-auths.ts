@@ -106,7 +106,9 @@ export class RegistryAuths {
   /** Decrypted credentials, for the Docker and Kubernetes executors only. */
   async credentials(userId: string, id: string): Promise<RegistryCredentials> {
     const r = await this.record(userId, id);
-    const parsed = JSON.parse(this.box.open(r.sealed, `${userId}/${id}`)) as RegistryCredentials;
+    const parsed = JSON.parse(
+      this.box.open(r.sealed, `${userId}/${id}`, `the credentials of container registry auth ${id}`),
+    ) as RegistryCredentials;
     return { username: parsed.username, password: parsed.password };
   }
 }

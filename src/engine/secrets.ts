@@ -58,12 +58,17 @@ export class SecretBox {
     return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64');
   }
 
-  open(sealed: string, aad: string): string {
-    const raw = Buffer.from(sealed, 'base64');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, raw.subarray(0, IV_BYTES));
-    decipher.setAAD(Buffer.from(aad, 'utf8'));
-    decipher.setAuthTag(raw.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
-    return Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+  /** What seal made, opened. One that does not open throws a SecretUnreadableError naming `what`, never the value. */
+  open(sealed: string, aad: string, what: string): string {
+    try {
+      const raw = Buffer.from(sealed, 'base64');
+      const decipher = createDecipheriv('aes-256-gcm', this.key, raw.subarray(0, IV_BYTES));
+      decipher.setAAD(Buffer.from(aad, 'utf8'));
+      decipher.setAuthTag(raw.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+      return Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+    } catch (error) {
+      throw new SecretUnreadableError(what, { cause: error });
+    }
   }
 
   /** `plain` sealed for a text column that rows of earlier versions hold in plain text: marked (isSealed). */
@@ -76,12 +81,7 @@ export class SecretBox {
    * that does not open throws a SecretUnreadableError naming `what`.
    */
   openText(stored: string, aad: string, what: string): string {
-    if (!isSealed(stored)) return stored;
-    try {
-      return this.open(stored.slice(SEALED_PREFIX.length), aad);
-    } catch (error) {
-      throw new SecretUnreadableError(what, { cause: error });
-    }
+    return isSealed(stored) ? this.open(stored.slice(SEALED_PREFIX.length), aad, what) : stored;
   }
 }
 

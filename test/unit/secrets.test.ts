@@ -38,4 +38,17 @@ describe('SecretBox sealText / openText', () => {
       expect(box.openText(legacy, 'any', 'any')).toBe(legacy);
     }
   });
+
+  it('seal / open (registry credentials): another key or record gives the same clear error', () => {
+    const sealed = box.seal('{"password":"hunter2"}', 'u1/auth1');
+    expect(box.open(sealed, 'u1/auth1', 'x')).toBe('{"password":"hunter2"}');
+    const other = new SecretBox(randomBytes(32));
+    for (const attempt of [
+      () => other.open(sealed, 'u1/auth1', 'auth1'),
+      () => box.open(sealed, 'u2/auth1', 'auth1'),
+    ]) {
+      expect(attempt).toThrow(SecretUnreadableError);
+      expect(attempt).toThrow(/^auth1 cannot be decrypted/);
+    }
+  });
 });
