@@ -1,4 +1,7 @@
-/** Network volumes and container registry credentials (REST v1 `/networkvolumes`, `/containerregistryauth`). */
+/**
+ * Network volumes and container registry credentials (REST v1 `/networkvolumes`, `/containerregistryauth`), and the
+ * secrets templates and endpoints reference from their env (GraphQL `secretCreate`).
+ */
 
 export interface NetworkVolume {
   /** 10 lowercase alphanumerics (newNetworkVolumeId). */
@@ -15,7 +18,16 @@ export interface NetworkVolume {
  * The longest text each management field takes, on every surface (REST schemas, GraphQL, the engine): names as in
  * the hosted API (191), data center ids, registry credentials.
  */
-export const TEXT_MAX = { name: 191, dataCenterId: 64, registryUsername: 1024, registryPassword: 16_384 } as const;
+export const TEXT_MAX = {
+  name: 191,
+  dataCenterId: 64,
+  registryUsername: 1024,
+  registryPassword: 16_384,
+  secretName: 64,
+  secretDescription: 1024,
+  /** Bytes of UTF-8: a value becomes one environment variable of a worker. */
+  secretValue: 65_536,
+} as const;
 
 export const VOLUME_MAX_GB = 4000;
 
@@ -35,6 +47,29 @@ export interface RegistryAuthRecord {
 
 /** The shape of registry auth ids, so that a malformed id is a 400 and a well-formed unknown one a 404. */
 export const REGISTRY_AUTH_ID_PATTERN = /^c[a-z0-9]{24}$/;
+
+/**
+ * A user's secret as stored (RunPod "Secrets"): the value is sealed (AES-256-GCM, engine/user-secrets.ts), bound to the
+ * id and owner, and leaves the server only in the environment of the owner's workers, where a template or endpoint env
+ * value says `{{ RUNPOD_SECRET_<name> }}`.
+ */
+export interface SecretRecord {
+  /** cuid-like, 25 characters (newSecretId). */
+  id: string;
+  userId: string;
+  /** Unique per user; SECRET_NAME_PATTERN. */
+  name: string;
+  description: string;
+  /** base64 of iv ‖ tag ‖ ciphertext of the value, bound to the id and owner. */
+  sealed: string;
+  createdAt: number;
+}
+
+/** Letters, digits, `_` and `-`: a name fits in `{{ RUNPOD_SECRET_<name> }}` and in an env variable's name. */
+export const SECRET_NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
+
+/** The shape of secret ids, so that a malformed id is a 400 and a well-formed unknown one a 404. */
+export const SECRET_ID_PATTERN = /^c[a-z0-9]{24}$/;
 
 /** A user's discount on serverless usage (GraphQL `myself.serverlessDiscount`). */
 export interface ServerlessDiscount {

@@ -1,8 +1,17 @@
 /**
- * Store verbs of the management API beyond templates and endpoints: network volumes, registry credentials, user
- * settings and usage for billing. Part of the Store (types.ts); every backend passes test/store/contract-management.ts.
+ * Store verbs of the management API beyond templates and endpoints: network volumes, registry credentials, users'
+ * secrets, user settings and usage for billing. Part of the Store (types.ts); every backend passes
+ * test/store/contract-management.ts.
  */
-import type { NetworkVolume, RegistryAuthRecord, UsageRecord, UsageStart, User, VolumeUsage } from '../domain/index.ts';
+import type {
+  NetworkVolume,
+  RegistryAuthRecord,
+  SecretRecord,
+  UsageRecord,
+  UsageStart,
+  User,
+  VolumeUsage,
+} from '../domain/index.ts';
 
 /** Usage overlapping [from, to) of one user, optionally narrowed. */
 export interface UsageFilter {
@@ -39,6 +48,13 @@ export interface ManagementStore {
   deleteRegistryAuth(userId: string, id: string): Promise<boolean>;
   /** The user's templates whose containerRegistryAuthId is this one. */
   templatesUsingRegistryAuth(userId: string, id: string): Promise<string[]>;
+
+  /** Names are unique per user: a duplicate rejects (a unique violation). */
+  createSecret(r: SecretRecord): Promise<void>;
+  getSecret(userId: string, id: string): Promise<SecretRecord | null>;
+  /** In creation order. */
+  listSecrets(userId: string): Promise<SecretRecord[]>;
+  deleteSecret(userId: string, id: string): Promise<boolean>;
 
   /** A worker started: open a usage record (a worker has at most one open record; a second open is ignored). */
   recordUsageStart(u: UsageStart): Promise<void>;

@@ -1,9 +1,16 @@
 /**
  * Store contract for the management verbs (store/types-volumes.ts): network volumes with their usage history,
- * registry auths, user settings and worker usage. Run inside storeContract, so every backend gets it.
+ * registry auths, secrets, user settings and worker usage. Run inside storeContract, so every backend gets it.
  */
 import { describe, expect, it } from 'vitest';
-import type { Endpoint, NetworkVolume, RegistryAuthRecord, Template, UsageStart } from '../../src/domain/index.ts';
+import type {
+  Endpoint,
+  NetworkVolume,
+  RegistryAuthRecord,
+  SecretRecord,
+  Template,
+  UsageStart,
+} from '../../src/domain/index.ts';
 import { ENDPOINT_DEFAULTS, TEMPLATE_DEFAULTS } from '../../src/domain/index.ts';
 import { isUniqueViolation, type Store } from '../../src/store/index.ts';
 
@@ -26,6 +33,15 @@ const auth = (over: Partial<RegistryAuthRecord> = {}): RegistryAuthRecord => ({
   createdAt: T0,
   ...over,
 });
+const secret = (over: Partial<SecretRecord> = {}): SecretRecord => ({
+  id: 'c100000000000000000000001',
+  userId: 'u1',
+  name: 'hf',
+  description: 'Hugging Face',
+  sealed: 'opaque',
+  createdAt: T0,
+  ...over,
+});
 const usage = (over: Partial<UsageStart> = {}): UsageStart => ({
   workerId: 'w1',
   userId: 'u1',
@@ -41,7 +57,7 @@ const usage = (over: Partial<UsageStart> = {}): UsageStart => ({
 });
 
 export function managementContract(store: () => Store): void {
-  describe('management: users, volumes, registry auths, usage', () => {
+  describe('management: users, volumes, registry auths, secrets, usage', () => {
     it('updates a user document (settings)', async () => {
       const s = store();
       await s.createUser({ id: 'u1', name: 'a', isAdmin: false, createdAt: T0 });
@@ -115,6 +131,27 @@ export function managementContract(store: () => Store): void {
       expect(await s.deleteRegistryAuth('u2', 'c000000000000000000000001')).toBe(false);
       expect(await s.deleteRegistryAuth('u1', 'c000000000000000000000001')).toBe(true);
       expect(await s.listRegistryAuths('u1')).toEqual([]);
+    });
+
+    it('keeps secrets per user with unique names; another user neither sees nor deletes them', async () => {
+      const s = store();
+      await s.createSecret(secret());
+      const taken = await s.createSecret(secret({ id: 'c100000000000000000000002' })).catch((e: unknown) => e);
+      expect(isUniqueViolation(taken), String(taken)).toBe(true);
+      // The same name is free for another user.
+      await s.createSecret(secret({ id: 'c100000000000000000000003', userId: 'u2' }));
+      await s.createSecret(secret({ id: 'c100000000000000000000004', name: 'api_KEY-2', description: '' }));
+      expect(await s.getSecret('u1', 'c100000000000000000000001')).toEqual(secret());
+      expect(await s.getSecret('u2', 'c100000000000000000000001')).toBeNull();
+      expect((await s.listSecrets('u1')).map((r) => r.name)).toEqual(['hf', 'api_KEY-2']);
+      expect((await s.listSecrets('u2')).map((r) => r.id)).toEqual(['c100000000000000000000003']);
+      expect(await s.deleteSecret('u2', 'c100000000000000000000001')).toBe(false);
+      expect(await s.deleteSecret('u1', 'c100000000000000000000001')).toBe(true);
+      expect(await s.deleteSecret('u1', 'c100000000000000000000001')).toBe(false);
+      expect((await s.listSecrets('u1')).map((r) => r.name)).toEqual(['api_KEY-2']);
+      // Deleted, the name can be taken again.
+      await s.createSecret(secret({ id: 'c100000000000000000000005' }));
+      expect((await s.listSecrets('u1')).map((r) => r.name)).toEqual(['api_KEY-2', 'hf']);
     });
 
     it('records worker usage: one open record per worker, closed once, resumed after standby', async () => {

@@ -311,6 +311,18 @@ CREATE TABLE fleet_status (
     // attempt may still be winding down), where a deleted order let it take the job again at once.
     sql: `ALTER TABLE job_stops ADD COLUMN fetched_at BIGINT;`,
   },
+  {
+    version: 10,
+    name: "secrets: users' named secrets, sealed",
+    // As registry_auths: the document holds the sealed value; the unique index makes names unique per user.
+    sql: `
+CREATE TABLE secrets (
+  seq BIGINT GENERATED ALWAYS AS IDENTITY, id TEXT PRIMARY KEY, user_id TEXT NOT NULL, name TEXT NOT NULL,
+  doc TEXT NOT NULL
+);
+CREATE UNIQUE INDEX secrets_name ON secrets (user_id, name);
+`,
+  },
 ];
 
 export const LATEST = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -1,4 +1,4 @@
-import type { NetworkVolume, RegistryAuthRecord, UsageRecord } from '../../domain/index.ts';
+import type { NetworkVolume, RegistryAuthRecord, SecretRecord, UsageRecord } from '../../domain/index.ts';
 import type { ManagementStore } from '../types-volumes.ts';
 import type { Conn, Db } from './db.ts';
 import { docs } from './rows.ts';
@@ -47,7 +47,7 @@ async function closeVolumeUsage(c: Conn, volumeId: string, at: number): Promise<
   );
 }
 
-/** Network volumes, registry auths, user settings and usage (store/types-volumes.ts). */
+/** Network volumes, registry auths, secrets, user settings and usage (store/types-volumes.ts). */
 export function managementVerbs(db: Db): ManagementStore {
   const ids = async (sql: string, params: unknown[]): Promise<string[]> =>
     (await db.query<{ id: string }>(sql, params)).map((r) => r.id);
@@ -175,6 +175,28 @@ export function managementVerbs(db: Db): ManagementStore {
         userId,
         id,
       ]),
+
+    async createSecret(r) {
+      await db.query('INSERT INTO secrets (id, user_id, name, doc) VALUES ($1, $2, $3, $4)', [
+        r.id,
+        r.userId,
+        r.name,
+        JSON.stringify(r),
+      ]);
+    },
+    async getSecret(userId, id) {
+      const rows = await db.query<{ doc: string }>('SELECT doc FROM secrets WHERE id = $1 AND user_id = $2', [
+        id,
+        userId,
+      ]);
+      return docs<SecretRecord>(rows)[0] ?? null;
+    },
+    async listSecrets(userId) {
+      return docs<SecretRecord>(await db.query('SELECT doc FROM secrets WHERE user_id = $1 ORDER BY seq', [userId]));
+    },
+    async deleteSecret(userId, id) {
+      return (await ids('DELETE FROM secrets WHERE id = $1 AND user_id = $2 RETURNING id', [id, userId])).length > 0;
+    },
 
     async recordUsageStart(u) {
       // ON CONFLICT: the partial unique index usage_open allows one open record per worker; a second is ignored.

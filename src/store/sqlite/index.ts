@@ -6,6 +6,7 @@ import type {
   Endpoint,
   NetworkVolume,
   RegistryAuthRecord,
+  SecretRecord,
   Template,
   UsageStart,
   User,
@@ -334,7 +335,7 @@ class SqliteStore implements Store {
     return this.res.endpointsUsingTemplate(userId, templateId);
   }
 
-  // Management: user settings, network volumes, registry auths, usage (types-volumes.ts)
+  // Management: user settings, network volumes, registry auths, secrets, usage (types-volumes.ts)
   updateUser(user: User) {
     return this.write(() => this.mgmt.updateUser(user));
   }
@@ -373,6 +374,18 @@ class SqliteStore implements Store {
   }
   async templatesUsingRegistryAuth(userId: string, id: string) {
     return this.mgmt.templatesUsingRegistryAuth(userId, id);
+  }
+  createSecret(r: SecretRecord) {
+    return this.write(() => this.mgmt.createSecret(r));
+  }
+  async getSecret(userId: string, id: string) {
+    return this.mgmt.getSecret(userId, id);
+  }
+  async listSecrets(userId: string) {
+    return this.mgmt.listSecrets(userId);
+  }
+  deleteSecret(userId: string, id: string) {
+    return this.write(() => this.mgmt.deleteSecret(userId, id));
   }
   recordUsageStart(u: UsageStart) {
     return this.write(() => this.mgmt.usageStart(u));

@@ -268,6 +268,15 @@ CREATE INDEX jobs_endpoint_created ON jobs (endpoint_id, created_at, id);`,
     // attempt may still be winding down), where a deleted order let it take the job again at once.
     sql: `ALTER TABLE job_stops ADD COLUMN fetched_at INTEGER;`,
   },
+  {
+    version: 11,
+    name: "secrets: users' named secrets, sealed",
+    // As registry_auths: the document holds the sealed value; the unique index makes names unique per user.
+    sql: `
+CREATE TABLE secrets (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, name TEXT NOT NULL, doc TEXT NOT NULL);
+CREATE UNIQUE INDEX secrets_name ON secrets (user_id, name);
+`,
+  },
 ];
 
 export function migrate(db: DatabaseSync): void {

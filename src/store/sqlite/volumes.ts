@@ -2,6 +2,7 @@ import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type {
   NetworkVolume,
   RegistryAuthRecord,
+  SecretRecord,
   UsageRecord,
   UsageStart,
   User,
@@ -24,7 +25,7 @@ interface UsageRow {
   ended_at: number | null;
 }
 
-/** Network volumes, registry auths, user settings and usage (store/types-volumes.ts). Called inside the write queue. */
+/** Network volumes, registry auths, secrets, user settings and usage (store/types-volumes.ts). Called inside the write queue. */
 export class SqliteManagement {
   private readonly db: DatabaseSync;
   private readonly q: (sql: string) => StatementSync;
@@ -153,6 +154,25 @@ export class SqliteManagement {
       userId,
       id,
     );
+  }
+
+  createSecret(r: SecretRecord): void {
+    this.q('INSERT INTO secrets (id, user_id, name, doc) VALUES (?, ?, ?, ?)').run(
+      r.id,
+      r.userId,
+      r.name,
+      JSON.stringify(r),
+    );
+  }
+  getSecret(userId: string, id: string): SecretRecord | null {
+    const [r] = this.docs<SecretRecord>('SELECT doc FROM secrets WHERE id = ? AND user_id = ?', id, userId);
+    return r ?? null;
+  }
+  listSecrets(userId: string): SecretRecord[] {
+    return this.docs<SecretRecord>('SELECT doc FROM secrets WHERE user_id = ? ORDER BY rowid', userId);
+  }
+  deleteSecret(userId: string, id: string): boolean {
+    return Number(this.q('DELETE FROM secrets WHERE id = ? AND user_id = ?').run(id, userId).changes) > 0;
   }
 
   usageStart(u: UsageStart): void {
