@@ -12,6 +12,7 @@ import {
   Resources,
   SecretBox,
   Sweeper,
+  UserSecrets,
   Volumes,
   WorkerGateway,
   type Clock,
@@ -47,6 +48,8 @@ export interface WharfServer {
   readonly resources: Resources;
   readonly volumes: Volumes;
   readonly registryAuths: RegistryAuths;
+  /** Users' named secrets, which workers' env references (`{{ RUNPOD_SECRET_<name> }}`). */
+  readonly secrets: UserSecrets;
   readonly billing: Billing;
   /** What starts and stops workers; null without one (`--executor none`). */
   readonly executor: Executor | null;
@@ -97,7 +100,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
 
   const clock = opts.clock ?? monotonicWallClock();
   const bus = new Bus();
-  // One key for every secret at rest: registry credentials, jobs' s3Config, webhook secrets.
+  // One key for every secret at rest: registry credentials, users' secrets, jobs' s3Config, webhook secrets.
   const secrets = new SecretBox(loadSecretKey(config.secretKey, dataDir));
   const engine = new JobEngine(store, bus, clock, secrets, {
     nodeId: config.nodeId,
@@ -118,6 +121,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const resources = new Resources(store, (image, owner) => executor?.validateImage(image, owner) ?? null);
   const volumes = new Volumes(store, join(dataDir, 'volumes'), clock);
   const registryAuths = new RegistryAuths(store, secrets);
+  const userSecrets = new UserSecrets(store, secrets);
   const billing = new Billing(store, checked.prices, clock);
   const logs = new LogBook();
   let supervisor: Supervisor | null = null;
@@ -152,6 +156,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       resources,
       volumes,
       registryAuths,
+      secrets: userSecrets,
       billing,
       dataCenterId: config.dataCenterId,
       logs,
@@ -232,7 +237,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       dataCentersPlacedElsewhere: config.executor === 'kubernetes' && config.kubernetesDataCenterLabel !== null,
     });
     supervisor = new Supervisor(
-      { store, engine, gateway: workers, accounts, executor, inventory, logs, clock, registryAuths },
+      {
+        store,
+        engine,
+        gateway: workers,
+        accounts,
+        executor,
+        inventory,
+        logs,
+        clock,
+        registryAuths,
+      },
       {
         publicUrl: config.publicUrl ?? url.replace('0.0.0.0', '127.0.0.1'),
         pingIntervalMs: config.workerPingIntervalMs,
@@ -319,6 +334,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     resources,
     volumes,
     registryAuths,
+    secrets: userSecrets,
     billing,
     executor,
     generatedAdminKey: generatedKey,

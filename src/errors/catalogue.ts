@@ -66,7 +66,7 @@ export const ERRORS = {
   NAME_TAKEN: {
     status: 409,
     message: 'A {resource} named {name} already exists',
-    doc: 'Template and registry auth names are unique per user.',
+    doc: 'Template, registry auth and secret names are unique per user.',
   },
   ENDPOINT_HAS_WORKERS: {
     status: 409,
@@ -121,6 +121,11 @@ export const ERRORS = {
     status: 404,
     message: 'Container registry auth {containerRegistryAuthId} not found',
     doc: 'A well-formed but unknown registry auth id, or one of another user (a malformed id is a 400).',
+  },
+  SECRET_NOT_FOUND: {
+    status: 404,
+    message: 'Secret {secretId} not found',
+    doc: 'A well-formed but unknown secret id, or one of another user (a malformed id is a 400).',
   },
   POD_NOT_FOUND: {
     status: 404,
@@ -180,7 +185,7 @@ export const ERRORS = {
     status: 500,
     message:
       "{what} cannot be decrypted with this server's secret key (--secret-key / WHARF_SECRET_KEY, else <data-dir>/secret.key): it was sealed with another one",
-    doc: "A secret kept encrypted at rest (a job's s3Config, a webhook secret) was sealed with another secret key: start the server with the key it was sealed with (the same on every node), or replace the secret (`POST /v1/webhook-secret` rotates the webhook secret).",
+    doc: "A secret kept encrypted at rest (a job's s3Config, a webhook secret, a user's secret a worker's env references) was sealed with another secret key: start the server with the key it was sealed with (the same on every node), or replace the secret (`POST /v1/webhook-secret` rotates the webhook secret).",
   },
   INTERNAL: {
     status: 500,

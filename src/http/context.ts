@@ -5,6 +5,7 @@ import type {
   JobEngine,
   RegistryAuths,
   Resources,
+  UserSecrets,
   Volumes,
   WorkerGateway,
 } from '../engine/index.ts';
@@ -22,6 +23,8 @@ export interface AppDeps {
   resources: Resources;
   volumes: Volumes;
   registryAuths: RegistryAuths;
+  /** Users' named secrets (GraphQL secretCreate / myself.secrets / secretDelete). */
+  secrets: UserSecrets;
   billing: Billing;
   /** This node's data center, shown on worker pods. */
   dataCenterId?: string;

@@ -68,6 +68,7 @@ beforeAll(async () => {
       resources: s.resources,
       volumes: s.volumes,
       registryAuths: s.registryAuths,
+      secrets: s.secrets,
       billing: s.billing,
     },
     {

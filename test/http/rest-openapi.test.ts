@@ -81,6 +81,7 @@ describe('the OpenAPI document', () => {
         resources: s.resources,
         volumes: s.volumes,
         registryAuths: s.registryAuths,
+        secrets: s.secrets,
         billing: s.billing,
       },
       { logLevel: 'silent' },

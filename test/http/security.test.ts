@@ -69,6 +69,7 @@ describe('headers, limits and error bodies', () => {
         resources: s.resources,
         volumes: s.volumes,
         registryAuths: s.registryAuths,
+        secrets: s.secrets,
         billing: s.billing,
       },
       { logLevel: 'silent', clientTimeouts: { headersMs: 500, requestMs: 1000, checkEveryMs: 100 } },

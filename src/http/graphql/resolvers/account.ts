@@ -1,4 +1,7 @@
-/** `myself` and the account's resources beyond endpoints and templates: registry auths, network volumes, settings. */
+/**
+ * `myself` and the account's resources beyond endpoints and templates: registry auths, secrets, network volumes,
+ * settings.
+ */
 import type { NetworkVolume, User } from '../../../domain/index.ts';
 import { invalid, required, type GqlContext, type ResolverMap } from '../context.ts';
 import { podTemplateView } from '../template-input.ts';
@@ -25,6 +28,7 @@ export const accountResolvers: ResolverMap = {
       (await ctx.deps.resources.listTemplates(ctx.user.id)).map(podTemplateView),
     networkVolumes: (_: User, _a: unknown, ctx: GqlContext) => ctx.deps.volumes.list(ctx.user.id),
     containerRegistryCreds: (_: User, _a: unknown, ctx: GqlContext) => ctx.deps.registryAuths.list(ctx.user.id),
+    secrets: (_: User, _a: unknown, ctx: GqlContext) => ctx.deps.secrets.list(ctx.user.id),
     pods: (_: User, _a: unknown, ctx: GqlContext) => podsOfUser(ctx),
     clientBalance: () => 0,
     currentSpendPerHr: () => 0,
@@ -69,6 +73,16 @@ export const accountResolvers: ResolverMap = {
     },
     deleteRegistryAuth: async (_: unknown, args: { registryAuthId?: string | null }, ctx: GqlContext) => {
       await ctx.deps.registryAuths.delete(ctx.user.id, required(args.registryAuthId, 'registryAuthId'));
+      return null;
+    },
+
+    secretCreate: (
+      _: unknown,
+      args: Input<{ name: string; value: string; description?: string | null }>,
+      ctx: GqlContext,
+    ) => ctx.deps.secrets.create(ctx.user.id, required(args.input)),
+    secretDelete: async (_: unknown, args: { id?: string | null }, ctx: GqlContext) => {
+      await ctx.deps.secrets.delete(ctx.user.id, required(args.id, 'id'));
       return null;
     },
 
