@@ -247,6 +247,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         logs,
         clock,
         registryAuths,
+        secrets: userSecrets,
       },
       {
         publicUrl: config.publicUrl ?? url.replace('0.0.0.0', '127.0.0.1'),

@@ -55,9 +55,10 @@ export class MissingSecretsError extends Error {
   readonly names: string[];
 
   constructor(names: string[]) {
-    const list = names.map((n) => JSON.stringify(n)).join(', ');
+    const list = names.map((n) => `${JSON.stringify(n)} ({{ RUNPOD_SECRET_${n} }})`).join(', ');
+    const them = names.length > 1 ? 'them' : 'it';
     super(
-      `env references secret${names.length > 1 ? 's' : ''} ${list} ({{ RUNPOD_SECRET_<name> }}) that the endpoint's owner does not have: create ${names.length > 1 ? 'them' : 'it'} (secretCreate) or change the env`,
+      `env references secret${names.length > 1 ? 's' : ''} ${list}, which the endpoint's owner does not have: create ${them} with secretCreate or change the env`,
     );
     this.name = 'MissingSecretsError';
     this.names = names;

@@ -8,7 +8,7 @@ import { decideBackoff, healthyFrom, recordFailure, type BackoffDecision, type S
 import type { Executor, RunningWorker } from './executors/types.ts';
 import { parseGpuIds, type GpuInventory, type GpuRequest } from './gpus.ts';
 import type { LogBook } from './logs.ts';
-import { workerEnv } from './worker-env.ts';
+import { secretReferences, workerEnv } from './worker-env.ts';
 
 export interface SupervisorOptions {
   publicUrl: string;
@@ -35,6 +35,11 @@ export interface SupervisorDeps {
   clock: Clock;
   /** Decrypts a template's container registry auth for executors that pull images (Docker, Kubernetes). */
   registryAuths?: { credentials(userId: string, id: string): Promise<{ username: string; password: string }> };
+  /**
+   * The owner's secret values by name, for `{{ RUNPOD_SECRET_<name> }}` in template and endpoint env; rejects naming
+   * the secrets the owner does not have. Absent: every reference is missing.
+   */
+  secrets?: { values(userId: string, names: Iterable<string>): Promise<Map<string, string>> };
 }
 
 /**
@@ -568,6 +573,10 @@ export class Supervisor {
       const authId = template.containerRegistryAuthId;
       const registryAuth =
         authId && this.d.registryAuths ? await this.d.registryAuths.credentials(endpoint.userId, authId) : undefined;
+      // Resolved at every start: a missing secret fails this start, counted by the backoff like a crash.
+      const referenced = secretReferences(template.env, endpoint.env);
+      const secrets =
+        referenced.size > 0 && this.d.secrets ? await this.d.secrets.values(endpoint.userId, referenced) : undefined;
       const handle = await this.d.executor.start(
         {
           workerId: id,
@@ -586,6 +595,7 @@ export class Supervisor {
             gpuIndices: gpu.indices,
             dataCenterId: this.o.dataCenterId,
             volumePath: volumeId ? this.o.volumeDir(volumeId) : undefined,
+            secrets,
           }),
           gpuIndices: gpu.indices,
           ...(volumeId ? { volumePath: this.o.volumeDir(volumeId), volumeId } : {}),

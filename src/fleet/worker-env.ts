@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import type { Endpoint, Template } from '../domain/index.ts';
+import { MissingSecretsError } from '../engine/index.ts';
 
 export interface WorkerEnvInput {
   publicUrl: string;
@@ -12,10 +13,40 @@ export interface WorkerEnvInput {
   gpuIndices: string[];
   dataCenterId: string;
   volumePath?: string | undefined;
+  /** The owner's secrets that the template and endpoint env reference (secretReferences), by name. */
+  secrets?: ReadonlyMap<string, string>;
 }
 
 /**
- * The environment of a managed worker: template env, then endpoint env, then the worker-protocol variables
+ * `{{ RUNPOD_SECRET_<name> }}` in an env value, whitespace inside the braces optional. Everything up to the closing
+ * braces is the name, so that a reference naming no secret (a typo, a character names cannot hold) fails the start
+ * instead of reaching the worker as text.
+ */
+const SECRET_REFERENCE = /\{\{\s*RUNPOD_SECRET_([^\s{}]*)\s*\}\}/g;
+
+/** The names of the secrets the env values reference. */
+export function secretReferences(...envs: Array<Record<string, string>>): Set<string> {
+  const names = new Set<string>();
+  for (const env of envs) {
+    for (const value of Object.values(env)) for (const m of value.matchAll(SECRET_REFERENCE)) names.add(m[1]!);
+  }
+  return names;
+}
+
+/** The env with every secret reference replaced by its value; a reference `secrets` lacks is a MissingSecretsError. */
+function withSecrets(env: Record<string, string>, secrets: ReadonlyMap<string, string>): Record<string, string> {
+  const missing = [...secretReferences(env)].filter((name) => !secrets.has(name));
+  if (missing.length > 0) throw new MissingSecretsError(missing);
+  const out: Record<string, string> = {};
+  // A replacer function: a value holding `$&` or `$1` must be inserted as it is.
+  for (const [key, value] of Object.entries(env))
+    out[key] = value.replace(SECRET_REFERENCE, (_, name: string) => secrets.get(name)!);
+  return out;
+}
+
+/**
+ * The environment of a managed worker: template env, then endpoint env (both with their secret references
+ * replaced by the owner's values), then the worker-protocol variables
  * (spec/worker-protocol.md §1.2, checklist §1.16), which always win so that a template cannot point a worker
  * at the wrong server or identity.
  */
@@ -23,9 +54,10 @@ export function workerEnv(i: WorkerEnvInput): Record<string, string> {
   const base = `${i.publicUrl.replace(/\/$/, '')}/v2/${i.endpoint.id}`;
   // Every template carries a `?`: the SDK appends its parameters with a literal `&` (spec §1.4).
   const q = `?gpu=${encodeURIComponent(i.gpuTypeId || 'CPU')}`;
+  const secrets = i.secrets ?? new Map<string, string>();
   return {
-    ...i.template.env,
-    ...i.endpoint.env,
+    ...withSecrets(i.template.env, secrets),
+    ...withSecrets(i.endpoint.env, secrets),
     RUNPOD_WEBHOOK_GET_JOB: `${base}/job-take/$ID${q}`,
     RUNPOD_WEBHOOK_POST_OUTPUT: `${base}/job-done/$RUNPOD_POD_ID/$ID${q}`,
     RUNPOD_WEBHOOK_POST_STREAM: `${base}/job-stream/$RUNPOD_POD_ID/$ID${q}`,
