@@ -39,6 +39,8 @@ function checkInput(input: SecretInput): void {
     throw invalidField('name', `name ${JSON.stringify(name)} may hold only letters, digits, _ and -`);
   }
   if (value === '') throw invalidField('value', 'value must not be empty');
+  // No environment variable can hold one; the failed start's error would quote the value.
+  if (value.includes('\0')) throw invalidField('value', 'value must not contain NUL characters');
   if (Buffer.byteLength(value, 'utf8') > TEXT_MAX.secretValue) {
     throw invalidField('value', `value must have at most ${TEXT_MAX.secretValue} bytes`);
   }

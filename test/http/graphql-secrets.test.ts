@@ -168,6 +168,8 @@ describe.each(stores)('%s store', (store) => {
       [{ name: '{{x}}', value: 'v' }, /name .*letters, digits, _ and -/],
       [{ name: 'x'.repeat(65), value: 'v' }, /name must have at most 64 characters/],
       [{ name: 'ok', value: '' }, /value must not be empty/],
+      // No environment variable can hold one: the start would fail, with an error quoting the value.
+      [{ name: 'ok', value: 'a\u0000b' }, /value must not contain NUL characters/],
       [{ name: 'ok', value: 'é'.repeat(40_000) }, /value must have at most 65536 bytes/],
       [{ name: 'ok', value: 'v', description: 'd'.repeat(1025) }, /description must have at most 1024 characters/],
     ];
