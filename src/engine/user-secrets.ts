@@ -2,7 +2,7 @@ import { newSecretId, SECRET_ID_PATTERN, SECRET_NAME_PATTERN, TEXT_MAX, type Sec
 import { invalidField, WharfError } from '../errors/index.ts';
 import type { Store } from '../store/index.ts';
 import { nameKept } from './resource-rules.ts';
-import { SecretUnreadableError, type SecretBox } from './secrets.ts';
+import type { SecretBox } from './secrets.ts';
 
 /** What any API shows of a secret: never its value. */
 export interface SecretView {
@@ -125,11 +125,7 @@ export class UserSecrets {
     const out = new Map<string, string>();
     for (const name of wanted) {
       const r = byName.get(name)!;
-      try {
-        out.set(name, this.box.open(r.sealed, aad(userId, r.id)));
-      } catch (error) {
-        throw new SecretUnreadableError(`secret ${JSON.stringify(name)}`, { cause: error });
-      }
+      out.set(name, this.box.open(r.sealed, aad(userId, r.id), `secret ${JSON.stringify(name)}`));
     }
     return out;
   }
