@@ -263,6 +263,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     supervisor.onError = (error) => app.log.error({ err: error }, 'supervisor pass failed');
     supervisor.onColdStart = (endpointId, ms) => metrics.coldStart(endpointId, ms);
     resources.onEndpointChange.add(({ endpoint }) => supervisor?.poke(endpoint.id));
+    userSecrets.onCreate.add((userId) => {
+      supervisor?.secretCreated(userId).catch((error: unknown) => app.log.warn({ err: error }, 'secret retry failed'));
+    });
     if (!cluster) await supervisor.start();
   }
   if (cluster) {

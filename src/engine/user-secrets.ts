@@ -76,6 +76,9 @@ export class UserSecrets {
   private readonly store: Store;
   private readonly box: SecretBox;
 
+  /** Told, with the owner's id, after a secret is created: starts that failed for want of it may succeed now. */
+  readonly onCreate = new Set<(userId: string) => void>();
+
   constructor(store: Store, box: SecretBox) {
     this.store = store;
     this.box = box;
@@ -96,6 +99,7 @@ export class UserSecrets {
       createdAt: Date.now(),
     };
     await nameKept(() => this.store.createSecret(r), 'secret', r.name);
+    for (const listener of this.onCreate) listener(userId);
     return view(r);
   }
 

@@ -169,6 +169,17 @@ export class Supervisor {
     return this.statuses;
   }
 
+  /**
+   * The user created a secret: the start failures of their endpoints (a missing secret among them) are forgiven and
+   * those endpoints reconciled now, instead of after a backoff of up to a minute. This node's only: another node's
+   * supervisor retries when its own backoff allows.
+   */
+  async secretCreated(userId: string): Promise<void> {
+    for (const endpoint of await this.d.store.listEndpoints(userId)) {
+      if (this.history.delete(endpoint.id)) this.poke(endpoint.id);
+    }
+  }
+
   /** Reconcile an endpoint now (an endpoint changed, a job arrived at a cold endpoint). */
   poke(endpointId: string): void {
     this.dirty.add(endpointId);

@@ -143,9 +143,12 @@ describe.each(stores)('%s store', (store) => {
     const logs = await t.api('GET', `/v1/endpoints/${ep}/logs?limit=5000`);
     expect(logs.json.lines).toEqual([]);
 
-    // The owner creates it: the next start the backoff allows (at most a few seconds here) gets the value.
+    // The owner creates it: the failures it caused are forgiven and a worker starts at once, without waiting out
+    // the backoff (4 s after the third failure here, up to 60 s after more).
+    const created = Date.now();
     await createSecret('hf_missing', 'owners-value');
     const done = await t.waitJob(ep, id, 20_000);
     expect(done).toMatchObject({ status: 'COMPLETED', output: { env: { HF_TOKEN: 'owners-value' } } });
+    expect(Date.now() - created).toBeLessThan(3_000);
   });
 });
