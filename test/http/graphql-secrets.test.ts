@@ -3,14 +3,11 @@
 // API and is never written in plain text; another user's secret is "not found", as an unknown one.
 
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { gql } from '../helpers/graphql.ts';
-import { dropSchemas, newSchema, PG_URL, pgUnavailable, schemaUrl } from '../helpers/postgres.ts';
+import { dropSchemas, newSchema, pgUnavailable, schemaUrl } from '../helpers/postgres.ts';
+import { postgresRaw, sqliteRaw, type RawDb } from '../helpers/raw-db.ts';
 import { startTestServer, type ApiResponse, type TestServer } from '../helpers/server.ts';
 
 const unavailable = await pgUnavailable('GraphQL secrets on PostgreSQL');
@@ -31,59 +28,6 @@ function refused(res: ApiResponse, root: string, code: string): { message: strin
   expect(res.json.data?.[root], res.text).toBeNull();
   expect(res.json.errors?.[0]?.extensions.code, res.text).toBe(code);
   return res.json.errors[0];
-}
-
-/** The stored `doc` of a secret, and whether `text` is anywhere in what the database wrote. */
-interface RawDb {
-  doc(id: string): Promise<string | null>;
-  holds(text: string): Promise<boolean>;
-}
-
-function sqliteRaw(dataDir: string): RawDb {
-  const path = join(dataDir, 'wharf.db');
-  return {
-    async doc(id) {
-      const db = new DatabaseSync(path, { readOnly: true });
-      try {
-        const row = db.prepare('SELECT doc FROM secrets WHERE id = ?').get(id) as { doc: string } | undefined;
-        return row?.doc ?? null;
-      } finally {
-        db.close();
-      }
-    },
-    async holds(text) {
-      return [path, `${path}-wal`].filter((f) => existsSync(f)).some((f) => readFileSync(f).includes(text));
-    },
-  };
-}
-
-function postgresRaw(schema: string): RawDb {
-  const query = async <T>(sql: string, params: unknown[]): Promise<T[]> => {
-    const client = new pg.Client({ connectionString: PG_URL });
-    await client.connect();
-    try {
-      return (await client.query(sql, params)).rows as T[];
-    } finally {
-      await client.end();
-    }
-  };
-  return {
-    async doc(id) {
-      const [row] = await query<{ doc: string }>(`SELECT doc FROM "${schema}".secrets WHERE id = $1`, [id]);
-      return row?.doc ?? null;
-    },
-    async holds(text) {
-      const tables = await query<{ t: string }>(
-        'SELECT table_name AS t FROM information_schema.tables WHERE table_schema = $1',
-        [schema],
-      );
-      for (const { t } of tables) {
-        const hits = await query(`SELECT 1 FROM "${schema}"."${t}" r WHERE strpos(r::text, $1) > 0`, [text]);
-        if (hits.length > 0) return true;
-      }
-      return false;
-    },
-  };
 }
 
 describe.each(stores)('%s store', (store) => {
@@ -138,7 +82,7 @@ describe.each(stores)('%s store', (store) => {
     expect(asked.status).toBe(400);
     expect(asked.text).not.toContain(value);
 
-    const doc = await raw.doc(created.id);
+    const doc = await raw.column('secrets', 'doc', created.id);
     expect(doc).not.toBeNull();
     expect(doc).toContain('"name":"hf"');
     expect(doc).not.toContain(value);
@@ -146,7 +90,7 @@ describe.each(stores)('%s store', (store) => {
 
     expect(data(await asAdmin(DELETE, { id: created.id }), 'secretDelete')).toBeNull();
     expect(data(await asAdmin(LIST), 'myself').secrets.map((s: any) => s.name)).toEqual(['api-key_2']);
-    expect(await raw.doc(created.id)).toBeNull();
+    expect(await raw.column('secrets', 'doc', created.id)).toBeNull();
     // Gone: deleting again is not found, and the name is free again.
     refused(await asAdmin(DELETE, { id: created.id }), 'secretDelete', 'SECRET_NOT_FOUND');
     data(await asAdmin(CREATE, { input: { name: 'hf', value: 'again' } }), 'secretCreate');

@@ -4,79 +4,19 @@
 // versions keep working, and a value sealed with another key fails its own record with a clear error.
 
 import { createHmac, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
-import { dropSchemas, newSchema, PG_URL, pgUnavailable, schemaUrl } from '../helpers/postgres.ts';
+import { dropSchemas, newSchema, pgUnavailable, schemaUrl } from '../helpers/postgres.ts';
+import { postgresRaw, sqliteRaw, type RawDb } from '../helpers/raw-db.ts';
 import { createEndpoint, protocolWorker, startTestServer, type TestServer } from '../helpers/server.ts';
 import { newJob } from '../store/records.ts';
 
 const unavailable = await pgUnavailable('secrets at rest on PostgreSQL');
 const stores = unavailable === null ? ['sqlite', 'postgres'] : ['sqlite'];
-
-/** Everything the database holds, as text: every row of every table (PostgreSQL), or the files (SQLite). */
-interface RawDb {
-  /** Whether `text` appears anywhere in what the database wrote. */
-  holds(text: string): Promise<boolean>;
-  /** The stored text of one column of one row. */
-  column(table: 'jobs' | 'users', column: 's3_config' | 'doc', id: string): Promise<string | null>;
-}
-
-function sqliteRaw(dataDir: string): RawDb {
-  const path = join(dataDir, 'wharf.db');
-  return {
-    async holds(text) {
-      // The database file and its WAL, byte for byte: a value written only sealed is in neither.
-      const files = [path, `${path}-wal`].filter((f) => existsSync(f));
-      return files.some((f) => readFileSync(f).includes(text));
-    },
-    async column(table, column, id) {
-      const db = new DatabaseSync(path, { readOnly: true });
-      try {
-        const row = db.prepare(`SELECT ${column} AS v FROM ${table} WHERE id = ?`).get(id) as { v: string | null };
-        return row.v;
-      } finally {
-        db.close();
-      }
-    },
-  };
-}
-
-function postgresRaw(schema: string): RawDb {
-  const query = async <T>(sql: string, params: unknown[] = []): Promise<T[]> => {
-    const client = new pg.Client({ connectionString: PG_URL });
-    await client.connect();
-    try {
-      return (await client.query(sql, params)).rows as T[];
-    } finally {
-      await client.end();
-    }
-  };
-  return {
-    async holds(text) {
-      const tables = await query<{ t: string }>(
-        'SELECT table_name AS t FROM information_schema.tables WHERE table_schema = $1',
-        [schema],
-      );
-      for (const { t } of tables) {
-        const hits = await query(`SELECT 1 FROM "${schema}"."${t}" r WHERE strpos(r::text, $1) > 0`, [text]);
-        if (hits.length > 0) return true;
-      }
-      return false;
-    },
-    async column(table, column, id) {
-      const [row] = await query<{ v: string | null }>(`SELECT ${column} AS v FROM "${schema}".${table} WHERE id = $1`, [
-        id,
-      ]);
-      return row!.v;
-    },
-  };
-}
 
 /** A webhook receiver on loopback that answers 200 and keeps what it got. */
 class Receiver {
