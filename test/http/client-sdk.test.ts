@@ -244,6 +244,18 @@ describe('management CRUD', () => {
     expect(await wharf.registryAuths.list()).toContainEqual(auth);
     await wharf.registryAuths.delete(auth.id);
     expect(await rejection(wharf.registryAuths.get(auth.id))).toMatchObject({ code: 'REGISTRY_AUTH_NOT_FOUND' });
+
+    // Secrets (GraphQL underneath): the value goes in once and never comes back.
+    const secret = await wharf.secrets.create({ name: 'hf_token', value: 'hf_s3cr3t', description: 'Hugging Face' });
+    expect(secret).toMatchObject({ name: 'hf_token', description: 'Hugging Face' });
+    expect(await wharf.secrets.list()).toEqual([secret]);
+    expect(JSON.stringify(await wharf.secrets.list())).not.toContain('hf_s3cr3t');
+    expect(await rejection(wharf.secrets.create({ name: 'hf_token', value: 'x' }))).toMatchObject({
+      code: 'NAME_TAKEN',
+    });
+    await wharf.secrets.delete(secret.id);
+    expect(await wharf.secrets.list()).toEqual([]);
+    expect(await rejection(wharf.secrets.delete(secret.id))).toMatchObject({ code: 'SECRET_NOT_FOUND' });
   });
 
   it('keys: created once, listed without the key, revoked at once', async () => {

@@ -25,6 +25,8 @@ import type {
   PodQuery,
   RegistryAuth,
   RegistryAuthCreateInput,
+  Secret,
+  SecretCreateInput,
   ServerlessDiscount,
   Template,
   TemplateCreateInput,
@@ -74,6 +76,12 @@ export class WharfClient {
     list(opts?: CallOptions): Promise<RegistryAuth[]>;
     get(id: string, opts?: CallOptions): Promise<RegistryAuth>;
     create(input: RegistryAuthCreateInput, opts?: CallOptions): Promise<RegistryAuth>;
+    delete(id: string, opts?: CallOptions): Promise<void>;
+  };
+  /** Named secrets, through GraphQL (RunPod has no REST route for them). */
+  readonly secrets: {
+    list(opts?: CallOptions): Promise<Secret[]>;
+    create(input: SecretCreateInput, opts?: CallOptions): Promise<Secret>;
     delete(id: string, opts?: CallOptions): Promise<void>;
   };
   readonly pods: {
@@ -143,6 +151,23 @@ export class WharfClient {
       get: (id, o) => get(`/v1/containerregistryauth/${seg(id)}`, undefined, o),
       create: (input, o) => post('/v1/containerregistryauth', input, o),
       delete: (id, o) => del(`/v1/containerregistryauth/${seg(id)}`, o),
+    };
+    const SECRET = 'id name description createdAt';
+    this.secrets = {
+      list: async (o) =>
+        (await this.graphql<{ myself: { secrets: Secret[] } }>(`{ myself { secrets { ${SECRET} } } }`, undefined, o))
+          .myself.secrets,
+      create: async (input, o) =>
+        (
+          await this.graphql<{ secretCreate: Secret }>(
+            `mutation ($input: SecretCreateInput!) { secretCreate(input: $input) { ${SECRET} } }`,
+            { input },
+            o,
+          )
+        ).secretCreate,
+      delete: async (id, o) => {
+        await this.graphql('mutation ($id: String!) { secretDelete(id: $id) }', { id }, o);
+      },
     };
     this.pods = {
       list: (query, o) => get('/v1/pods', q({ includeWorkers: true, ...query }), o),

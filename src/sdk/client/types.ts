@@ -293,6 +293,22 @@ export interface RegistryAuthCreateInput {
   password: string;
 }
 
+/** A named secret (`{{ RUNPOD_SECRET_<name> }}` in env): its value is never returned. */
+export interface Secret {
+  id: string;
+  name: string;
+  description: string;
+  /** ISO 8601. */
+  createdAt: string;
+}
+
+export interface SecretCreateInput {
+  /** Letters, digits, _ and - (at most 64); unique among your secrets. */
+  name: string;
+  value: string;
+  description?: string;
+}
+
 export interface PodListQuery {
   includeMachine?: boolean;
   includeNetworkVolume?: boolean;
