@@ -5,6 +5,7 @@ import { EndpointDetailPage, NewEndpointPage } from './pages/EndpointDetail.tsx'
 import { EndpointsPage } from './pages/Endpoints.tsx';
 import { KeysPage } from './pages/Keys.tsx';
 import { RegistryPage } from './pages/Registry.tsx';
+import { SecretsPage } from './pages/Secrets.tsx';
 import { SignIn } from './pages/SignIn.tsx';
 import { TemplatesPage } from './pages/Templates.tsx';
 import { VolumesPage } from './pages/Volumes.tsx';
@@ -16,6 +17,7 @@ const NAV = [
   { to: '/templates', label: 'Templates' },
   { to: '/volumes', label: 'Network volumes' },
   { to: '/registry', label: 'Registry credentials' },
+  { to: '/secrets', label: 'Secrets' },
   { to: '/keys', label: 'API keys' },
   { to: '/billing', label: 'Billing' },
 ];
@@ -40,6 +42,7 @@ function route(path: string): ReactNode {
   if (path === '/templates') return <TemplatesPage />;
   if (path === '/volumes') return <VolumesPage />;
   if (path === '/registry') return <RegistryPage />;
+  if (path === '/secrets') return <SecretsPage />;
   if (path === '/keys') return <KeysPage />;
   if (path === '/billing') return <BillingPage />;
   return <NotFound />;

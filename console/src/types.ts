@@ -12,6 +12,7 @@ export type {
   Pod as WorkerView,
   RegistryAuth as RegistryAuthView,
   RequestSummary as JobSummary,
+  Secret as SecretView,
   Template as TemplateView,
   VolumeBillingRecord,
 } from '../../src/sdk/client/index.ts';

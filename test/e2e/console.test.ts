@@ -264,7 +264,7 @@ describe.skipIf(!HAS_CHROMIUM)('web console', () => {
     await shot('endpoint-settings');
   });
 
-  it('manages volumes, registry credentials (password write-only) and keys; shows billing', async () => {
+  it('manages volumes, registry credentials and secrets (write-only values) and keys; shows billing', async () => {
     await go('/volumes');
     await page.getByLabel('Name', { exact: true }).fill('models');
     await page.getByLabel('Size (GB)').fill('50');
@@ -281,6 +281,26 @@ describe.skipIf(!HAS_CHROMIUM)('web console', () => {
     expect(await page.getByLabel('Password or token').inputValue()).toBe('');
     expect(await page.content()).not.toContain('s3cret-token');
     await shot('registry');
+
+    await go('/secrets');
+    await page.getByLabel('Name', { exact: true }).fill('hf_token');
+    await page.getByLabel('Value').fill('hf_v4lue');
+    await page.getByLabel('Description').fill('Hugging Face');
+    await page.getByRole('button', { name: 'Store secret' }).click();
+    await page.getByRole('rowheader', { name: 'hf_token' }).waitFor();
+    expect(await page.getByLabel('Value').inputValue()).toBe('');
+    expect(await page.content()).not.toContain('hf_v4lue');
+    // A second one of the same name: the server's refusal, shown on the form.
+    await page.getByLabel('Name', { exact: true }).fill('hf_token');
+    await page.getByLabel('Value').fill('other');
+    await page.getByRole('button', { name: 'Store secret' }).click();
+    await alert().filter({ hasText: 'hf_token' }).first().waitFor();
+    await page
+      .getByRole('row', { name: /hf_token/ })
+      .getByRole('button', { name: 'Delete' })
+      .click();
+    await page.getByRole('button', { name: 'Yes, delete' }).click();
+    await page.getByText('No secrets yet.').waitFor();
 
     await go('/keys');
     await page.getByLabel('Name', { exact: true }).fill('ci');
