@@ -197,6 +197,39 @@ export function Field({
   );
 }
 
+/**
+ * A write-only secret (a registry password, a secret's value): typed hidden, never offered by the browser's
+ * autocomplete, and never shown again once stored. The page clears it as soon as it is sent.
+ */
+export function WriteOnlyField({
+  label,
+  name,
+  value,
+  error,
+  onChange,
+}: {
+  label: string;
+  name: string;
+  value: string;
+  error?: string | undefined;
+  onChange: (value: string) => void;
+}) {
+  return (
+    <Field label={label} error={error} hint="Write-only: stored encrypted, never shown again.">
+      {(p) => (
+        <input
+          {...p}
+          name={name}
+          type="password"
+          autoComplete="new-password"
+          value={value}
+          onChange={(e) => onChange(e.target.value)}
+        />
+      )}
+    </Field>
+  );
+}
+
 /** Keeps a page from going blank on a rendering bug: shows what broke and a way back. */
 export class ErrorBoundary extends Component<{ children: ReactNode; resetKey?: string }, { error: unknown }> {
   override state: { error: unknown } = { error: null };

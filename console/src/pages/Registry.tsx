@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react';
-import { ConfirmButton, Empty, ErrorBanner, Field, Loading, Notice } from '../components/ui.tsx';
+import { ConfirmButton, Empty, ErrorBanner, Field, Loading, Notice, WriteOnlyField } from '../components/ui.tsx';
 import { useAction, usePoll, useTitle } from '../hooks.ts';
 import { useClient } from '../session.tsx';
 import type { RegistryAuthView } from '../types.ts';
@@ -100,22 +100,13 @@ export function RegistryPage() {
               />
             )}
           </Field>
-          <Field
+          <WriteOnlyField
             label="Password or token"
+            name="password"
+            value={password}
             error={errors.password}
-            hint="Write-only: stored encrypted, never shown again."
-          >
-            {(p) => (
-              <input
-                {...p}
-                name="password"
-                type="password"
-                autoComplete="new-password"
-                value={password}
-                onChange={(e) => setPassword(e.target.value)}
-              />
-            )}
-          </Field>
+            onChange={setPassword}
+          />
         </div>
         <ErrorBanner error={create.error} title="The server refused the credentials" />
         <button type="submit" className="button-primary" disabled={create.pending}>

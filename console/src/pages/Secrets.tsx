@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react';
-import { ConfirmButton, Empty, ErrorBanner, Field, Loading, Notice } from '../components/ui.tsx';
+import { ConfirmButton, Empty, ErrorBanner, Field, Loading, Notice, WriteOnlyField } from '../components/ui.tsx';
 import { useAction, usePoll, useTitle } from '../hooks.ts';
 import { useClient } from '../session.tsx';
 import type { SecretView } from '../types.ts';
@@ -90,18 +90,7 @@ export function SecretsPage() {
           <Field label="Name" error={errors.name} hint="Letters, digits, _ and -.">
             {(p) => <input {...p} name="name" value={name} onChange={(e) => setName(e.target.value)} />}
           </Field>
-          <Field label="Value" error={errors.value} hint="Write-only: stored encrypted, never shown again.">
-            {(p) => (
-              <input
-                {...p}
-                name="value"
-                type="password"
-                autoComplete="new-password"
-                value={value}
-                onChange={(e) => setValue(e.target.value)}
-              />
-            )}
-          </Field>
+          <WriteOnlyField label="Value" name="value" value={value} error={errors.value} onChange={setValue} />
           <Field label="Description">
             {(p) => (
               <input {...p} name="description" value={description} onChange={(e) => setDescription(e.target.value)} />
