@@ -51,7 +51,6 @@ export interface ManagementStore {
 
   /** Names are unique per user: a duplicate rejects (a unique violation). */
   createSecret(r: SecretRecord): Promise<void>;
-  getSecret(userId: string, id: string): Promise<SecretRecord | null>;
   /** In creation order. */
   listSecrets(userId: string): Promise<SecretRecord[]>;
   deleteSecret(userId: string, id: string): Promise<boolean>;

@@ -184,13 +184,6 @@ export function managementVerbs(db: Db): ManagementStore {
         JSON.stringify(r),
       ]);
     },
-    async getSecret(userId, id) {
-      const rows = await db.query<{ doc: string }>('SELECT doc FROM secrets WHERE id = $1 AND user_id = $2', [
-        id,
-        userId,
-      ]);
-      return docs<SecretRecord>(rows)[0] ?? null;
-    },
     async listSecrets(userId) {
       return docs<SecretRecord>(await db.query('SELECT doc FROM secrets WHERE user_id = $1 ORDER BY seq', [userId]));
     },

@@ -378,9 +378,6 @@ class SqliteStore implements Store {
   createSecret(r: SecretRecord) {
     return this.write(() => this.mgmt.createSecret(r));
   }
-  async getSecret(userId: string, id: string) {
-    return this.mgmt.getSecret(userId, id);
-  }
   async listSecrets(userId: string) {
     return this.mgmt.listSecrets(userId);
   }

@@ -164,10 +164,6 @@ export class SqliteManagement {
       JSON.stringify(r),
     );
   }
-  getSecret(userId: string, id: string): SecretRecord | null {
-    const [r] = this.docs<SecretRecord>('SELECT doc FROM secrets WHERE id = ? AND user_id = ?', id, userId);
-    return r ?? null;
-  }
   listSecrets(userId: string): SecretRecord[] {
     return this.docs<SecretRecord>('SELECT doc FROM secrets WHERE user_id = ? ORDER BY rowid', userId);
   }
