@@ -48,12 +48,23 @@ setInterval(() => { if (process.argv[2] === 'exit' && existsSync(gcFile)) proces
     'GRANDCHILD',
     JSON.stringify(GRANDCHILD),
   ),
-  // A supervisor that starts one worker and is then killed with SIGKILL by the test.
+  // As tree.mjs, but the grandchild leaves the worker's process group: it starts a session of its own (setsid), as a
+  // model server started with Python's start_new_session=True does, so a signal to the group misses it.
+  'escaped-tree.mjs': `import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+spawn(process.execPath, ['-e', GRANDCHILD], { stdio: 'ignore', detached: true }).unref();
+process.on('SIGTERM', () => process.exit(0));
+const gcFile = 'grandchild-' + process.env.WHARF_WORKER_ID;
+setInterval(() => { if (process.argv[2] === 'exit' && existsSync(gcFile)) process.exit(0); }, 20);`.replace(
+    'GRANDCHILD',
+    JSON.stringify(GRANDCHILD),
+  ),
+  // A supervisor that starts one worker (tree.mjs, or the script named) and is then killed with SIGKILL by the test.
   'supervisor.mjs': `import { ProcessExecutor } from ${JSON.stringify(EXECUTOR_MODULE)};
-const [stateDir, dir] = process.argv.slice(2);
+const [stateDir, dir, script] = process.argv.slice(2);
 const ex = new ProcessExecutor({ stateDir });
 const w = await ex.start({ workerId: 'orphan1', endpointId: 'ep1', imageName: 'file://' + dir, entrypoint: ['node'],
-  startCmd: ['tree.mjs'], env: {}, gpuIndices: ['0'] }, { onLog() {}, onExit() {} });
+  startCmd: [script ?? 'tree.mjs'], env: {}, gpuIndices: ['0'] }, { onLog() {}, onExit() {} });
 console.log('worker ' + w.pid);
 setInterval(() => {}, 1000);`,
   // Three workers that ignore SIGTERM, then killed with SIGKILL by the test.
@@ -325,6 +336,25 @@ describe('ProcessExecutor', () => {
     await until(() => !alive(gc));
   });
 
+  it('stops what left the process group (a session of its own), by the marker in the environment it inherited', async () => {
+    const w = await start(executor(), { startCmd: ['node', 'escaped-tree.mjs'] });
+    await until(() => existsSync(join(dir, 'grandchild-w1')));
+    const gc = grandchild('w1');
+    const stat = readFileSync(`/proc/${gc}/stat`, 'utf8');
+    const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+    expect(pgrp).not.toBe(w.worker.pid); // not in the worker's group: a signal to the group misses it
+    await w.worker.stop({ graceMs: 5_000 });
+    await until(() => !alive(gc)); // it ignores SIGTERM: killed with the group's SIGKILL when the worker exited
+  });
+
+  it('kills what left the process group when the worker exits on its own', async () => {
+    const w = await start(executor(), { startCmd: ['node', 'escaped-tree.mjs', 'exit'] });
+    await until(() => existsSync(join(dir, 'grandchild-w1')));
+    const gc = grandchild('w1');
+    expect(await w.exit).toEqual({ code: 0, signal: null });
+    await until(() => !alive(gc));
+  });
+
   it('survives hooks that throw', async () => {
     const ex = executor();
     let exited = false;
@@ -408,6 +438,28 @@ describe('ProcessExecutor', () => {
     await until(() => !alive(strangerPid));
     expect(['orphan1', 'stranger', 'gone', 'junk'].filter((id) => existsSync(join(stateDir, `${id}.pid`)))).toEqual([]);
     expect(await executor().cleanupOrphans()).toBe(0);
+  });
+
+  it("cleans up what left a crashed supervisor's worker's process group", async () => {
+    const sup = spawn(process.execPath, [join(dir, 'supervisor.mjs'), stateDir, dir, 'escaped-tree.mjs'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    pids.add(sup.pid ?? 0);
+    const workerPid = await new Promise<number>((res, rej) => {
+      sup.stdout.setEncoding('utf8').on('data', (s: string) => {
+        const m = /worker (\d+)/.exec(s);
+        if (m) res(Number(m[1]));
+      });
+      sup.once('exit', () => rej(new Error('supervisor exited early')));
+    });
+    pids.add(workerPid);
+    await until(() => existsSync(join(dir, 'grandchild-orphan1')));
+    const gc = grandchild('orphan1');
+    const supExit = new Promise((r) => sup.once('exit', r));
+    sup.kill('SIGKILL');
+    await supExit;
+    expect(await executor().cleanupOrphans()).toBe(1);
+    await until(() => !alive(workerPid) && !alive(gc)); // the grandchild ignores SIGTERM: escalated to SIGKILL
   });
 
   it('cleans up orphans together: each waits out its grace at the same time, not one after another', async () => {

@@ -5,7 +5,11 @@
  *
  * Each worker runs in its own process group (detached), so a stop reaches everything it started: SIGTERM to the
  * group, SIGKILL after the grace period. When the worker's main process exits, whatever is left of its group is
- * killed too — a leftover grandchild would otherwise hold a GPU and keep the log pipes (and onExit) open.
+ * killed too — a leftover grandchild would otherwise hold a GPU and keep the log pipes (and onExit) open. A
+ * descendant that left the group (a session of its own: setsid, Python's start_new_session=True, as some model
+ * servers are started) is found by the marker it inherited in its environment (WHARF_WORKER_ID) and signalled with
+ * the group. One that also replaced its whole environment escapes; only a container (the docker executor) holds
+ * everything.
  * A pid file per worker lets the next supervisor find workers that a crashed one left running.
  */
 import { spawn } from 'node:child_process';
@@ -196,6 +200,7 @@ export class ProcessExecutor implements Executor {
       child.once('exit', (code, signal) => {
         reaped = true;
         signalGroup(pid, 'SIGKILL');
+        signalEscaped(spec.workerId, pid, 'SIGKILL');
         void waitFor(closed, PIPE_DRAIN_MS).then(() => {
           child.stdout.destroy();
           child.stderr.destroy();
@@ -218,6 +223,7 @@ export class ProcessExecutor implements Executor {
           // Once reaped, the pid may belong to someone else: only wait for the exit bookkeeping.
           if (reaped) return exited;
           signalGroup(pid, 'SIGTERM');
+          signalEscaped(spec.workerId, pid, 'SIGTERM');
           if (await waitFor(exited, graceMs)) return;
           signalGroup(pid, 'SIGKILL');
           await waitFor(exited, KILL_WAIT_MS);
@@ -290,9 +296,9 @@ export class ProcessExecutor implements Executor {
       }
       return true;
     };
-    signalGroup(record.pid, 'SIGTERM');
+    members.signal('SIGTERM');
     if (await gone(this.orphanGraceMs)) return true;
-    signalGroup(record.pid, 'SIGKILL');
+    members.signal('SIGKILL');
     await gone(KILL_WAIT_MS);
     return true;
   }
@@ -323,30 +329,61 @@ class OrphanMembers {
     return this.known.size;
   }
 
-  /** Processes of the group that carry the marker; a reused pid never matches both. */
+  /** The group, and each member that left it (it would miss the group's signal). */
+  signal(signal: NodeJS.Signals): void {
+    signalGroup(this.record.pid, signal);
+    for (const pid of this.known.keys()) {
+      if (procStat(pid)?.pgrp !== this.record.pid) signalProcess(pid, signal);
+    }
+  }
+
+  /** Processes that carry the marker, in the group or out of it; a reused pid of the group's leader never matches. */
   private proven(): Array<[number, string]> {
-    let entries: string[];
-    try {
-      entries = readdirSync('/proc');
-    } catch {
-      return [];
-    }
-    const found: Array<[number, string]> = [];
-    for (const entry of entries) {
-      if (!/^\d+$/.test(entry)) continue;
-      const pid = Number(entry);
-      const stat = procStat(pid);
-      if (stat === null || stat.state === 'Z' || stat.pgrp !== this.record.pid) continue;
-      if (pid === this.record.pid && this.record.startTicks !== null && stat.startTicks !== this.record.startTicks) {
-        continue;
-      }
-      if (procEnviron(pid).includes(this.marker)) found.push([pid, stat.startTicks]);
-    }
-    return found;
+    const { pid: leader, startTicks } = this.record;
+    return markedProcesses(
+      this.marker,
+      (pid, stat) => pid !== leader || startTicks === null || stat.startTicks === startTicks,
+    );
   }
 }
 
-function procStat(pid: number): { state: string; pgrp: number; startTicks: string } | null {
+/** Signal the worker's processes that left its process group (see the header); its group is signalled apart. */
+function signalEscaped(workerId: string, pgid: number, signal: NodeJS.Signals): void {
+  for (const [pid] of markedProcesses(`WHARF_WORKER_ID=${workerId}`, (_, stat) => stat.pgrp !== pgid)) {
+    signalProcess(pid, signal);
+  }
+}
+
+/**
+ * Live processes (not zombies, never this one) whose environment carries `marker`, with their start times; `where`
+ * filters on /proc/<pid>/stat first, so the environments of the others are not read.
+ */
+function markedProcesses(marker: string, where: (pid: number, stat: ProcStat) => boolean): Array<[number, string]> {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const found: Array<[number, string]> = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (pid === process.pid) continue;
+    const stat = procStat(pid);
+    if (stat === null || stat.state === 'Z' || !where(pid, stat)) continue;
+    if (procEnviron(pid).includes(marker)) found.push([pid, stat.startTicks]);
+  }
+  return found;
+}
+
+interface ProcStat {
+  state: string;
+  pgrp: number;
+  startTicks: string;
+}
+
+function procStat(pid: number): ProcStat | null {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after "pid (comm)": comm may contain spaces and parentheses, so split after the last ')'.
@@ -377,6 +414,15 @@ function readPidRecord(file: string): PidRecord | null {
     return { pid: r.pid, workerId: r.workerId, startTicks: typeof r.startTicks === 'string' ? r.startTicks : null };
   } catch {
     return null;
+  }
+}
+
+/** Signal one process; one that is already gone (ESRCH) is what we wanted anyway. */
+function signalProcess(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // ESRCH: nothing left to signal.
   }
 }
 
