@@ -12,6 +12,7 @@ import {
   Resources,
   SecretBox,
   Sweeper,
+  topics,
   UserSecrets,
   Volumes,
   WorkerGateway,
@@ -122,6 +123,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const volumes = new Volumes(store, join(dataDir, 'volumes'), clock);
   const registryAuths = new RegistryAuths(store, secrets);
   const userSecrets = new UserSecrets(store, secrets);
+  // The leader's supervisor, on whichever node, retries the starts that lacked the user's secret.
+  userSecrets.onCreate.add((userId) => bus.publish(topics.secrets(userId)));
   const billing = new Billing(store, checked.prices, clock);
   const logs = new LogBook();
   let supervisor: Supervisor | null = null;
@@ -263,9 +266,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     supervisor.onError = (error) => app.log.error({ err: error }, 'supervisor pass failed');
     supervisor.onColdStart = (endpointId, ms) => metrics.coldStart(endpointId, ms);
     resources.onEndpointChange.add(({ endpoint }) => supervisor?.poke(endpoint.id));
-    userSecrets.onCreate.add((userId) => {
-      supervisor?.secretCreated(userId).catch((error: unknown) => app.log.warn({ err: error }, 'secret retry failed'));
-    });
     if (!cluster) await supervisor.start();
   }
   if (cluster) {

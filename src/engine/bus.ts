@@ -170,4 +170,6 @@ export const topics = {
   fleetStatus: 'fleet-status',
   /** A key was revoked, a worker removed or a user changed: cached key resolutions are forgotten on every node. */
   accounts: 'accounts',
+  /** The user created a secret, on any node: the leader retries the starts that lacked one (fleet/supervisor.ts). */
+  secrets: (userId: string): string => `secrets:${userId}`,
 };

@@ -1,7 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { newWorkerId, type Endpoint, type Template, type WorkerRecord } from '../domain/index.ts';
 import { coerceError } from '../errors/index.ts';
-import { hashKey, usageOf, type Accounts, type Clock, type JobEngine, type WorkerGateway } from '../engine/index.ts';
+import {
+  hashKey,
+  MissingSecretsError,
+  topics,
+  usageOf,
+  type Accounts,
+  type Clock,
+  type JobEngine,
+  type WorkerGateway,
+} from '../engine/index.ts';
 import type { SharedFleetStatus, Store } from '../store/index.ts';
 import { decideScaling, surgeAllowance, type ScalingDecision, type WorkerView } from './autoscaler.ts';
 import { decideBackoff, healthyFrom, recordFailure, type BackoffDecision, type StartHistory } from './backoff.ts';
@@ -91,6 +100,10 @@ export class Supervisor {
   private readonly history = new Map<string, StartHistory>();
   /** The endpoint version each history belongs to: a changed endpoint (a fixed template) starts with a clean slate. */
   private readonly historyVersion = new Map<string, number>();
+  /** Endpoints whose last start failed for a missing secret → the owner, whose next secret retries them. */
+  private readonly lackingSecret = new Map<string, string>();
+  /** Per such owner, the subscription to their secret creations (topics.secrets), on any node. */
+  private readonly secretSubscriptions = new Map<string, () => void>();
   private readonly statuses = new Map<string, FleetStatus>();
   /** Per endpoint, the most serving workers it has had since its version last changed (decideScaling's memory). */
   private readonly largestServing = new Map<string, { version: number; count: number }>();
@@ -147,6 +160,8 @@ export class Supervisor {
     this.active = false;
     this.stopped = true;
     this.unsubscribe?.();
+    this.lackingSecret.clear();
+    this.unsubscribeSecretsNoneLacks();
     if (this.timer) clearTimeout(this.timer);
     await this.running;
     // Every process is stopped even when the store cannot record it (a leader that lost its database), one still
@@ -170,13 +185,32 @@ export class Supervisor {
   }
 
   /**
-   * The user created a secret: the start failures of their endpoints (a missing secret among them) are forgiven and
-   * those endpoints reconciled now, instead of after a backoff of up to a minute. This node's only: another node's
-   * supervisor retries when its own backoff allows.
+   * The user created a secret (on any node: the bus topic crosses nodes): their endpoints whose last start failed for
+   * a missing secret have their failures forgiven and are reconciled now, instead of after a backoff of up to a
+   * minute. Failures for any other cause keep their backoff.
    */
-  async secretCreated(userId: string): Promise<void> {
-    for (const endpoint of await this.d.store.listEndpoints(userId)) {
-      if (this.history.delete(endpoint.id)) this.poke(endpoint.id);
+  private secretCreated(userId: string): void {
+    for (const [endpointId, owner] of this.lackingSecret) {
+      if (owner !== userId) continue;
+      this.lackingSecret.delete(endpointId);
+      this.history.delete(endpointId);
+      this.poke(endpointId);
+    }
+    this.unsubscribeSecretsNoneLacks();
+  }
+
+  private stopWaitingForSecret(endpointId: string): void {
+    this.lackingSecret.delete(endpointId);
+    this.unsubscribeSecretsNoneLacks();
+  }
+
+  /** Drop the subscriptions to secret creations of users none of whose endpoints lacks a secret any more. */
+  private unsubscribeSecretsNoneLacks(): void {
+    const owners = new Set(this.lackingSecret.values());
+    for (const [owner, unsubscribe] of this.secretSubscriptions) {
+      if (owners.has(owner)) continue;
+      unsubscribe();
+      this.secretSubscriptions.delete(owner);
     }
   }
 
@@ -240,6 +274,7 @@ export class Supervisor {
     if (this.historyVersion.get(endpointId) !== endpoint.version) {
       this.history.delete(endpointId);
       this.historyVersion.set(endpointId, endpoint.version);
+      this.stopWaitingForSecret(endpointId);
     }
     const [snapshot, load, records] = await Promise.all([
       this.d.store.queueSnapshot(endpointId),
@@ -307,6 +342,7 @@ export class Supervisor {
     this.largestServing.delete(endpointId);
     this.history.delete(endpointId);
     this.historyVersion.delete(endpointId);
+    this.stopWaitingForSecret(endpointId);
   }
 
   /**
@@ -640,7 +676,7 @@ export class Supervisor {
       const now = this.d.clock.now();
       const message = coerceError(error).message;
       // Counted before the worker leaves `managed`, as in exited(): a pass in between must see one or the other.
-      this.fail(endpoint.id, message, now);
+      this.fail(endpoint.id, message, now, error instanceof MissingSecretsError ? endpoint.userId : undefined);
       this.launchErrors.set(endpoint.id, message);
       this.managed.delete(id);
       this.d.inventory.release(id);
@@ -791,8 +827,20 @@ export class Supervisor {
     return this.history.get(endpointId) ?? { failures: [], lastHealthy: null };
   }
 
-  private fail(endpointId: string, error: string, now: number): void {
+  /**
+   * Count a failed start or a crash toward the backoff. `secretOwner`: the start failed for a missing secret of this
+   * user, whose next secret retries it at once (secretCreated); any other failure waits out the backoff.
+   */
+  private fail(endpointId: string, error: string, now: number, secretOwner?: string): void {
     this.history.set(endpointId, recordFailure(this.historyOf(endpointId), { atMs: now, error }));
+    if (secretOwner === undefined) return this.stopWaitingForSecret(endpointId);
+    this.lackingSecret.set(endpointId, secretOwner);
+    if (!this.secretSubscriptions.has(secretOwner)) {
+      const unsubscribe = this.d.engine.bus.subscribe(topics.secrets(secretOwner), () =>
+        this.secretCreated(secretOwner),
+      );
+      this.secretSubscriptions.set(secretOwner, unsubscribe);
+    }
   }
 
   /** Dead managed workers stay visible (unhealthy, with their reason) for a while, then their records go. */

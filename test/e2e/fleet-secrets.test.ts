@@ -151,4 +151,49 @@ describe.each(stores)('%s store', (store) => {
     expect(done).toMatchObject({ status: 'COMPLETED', output: { env: { HF_TOKEN: 'owners-value' } } });
     expect(Date.now() - created).toBeLessThan(3_000);
   });
+
+  it("a created secret cuts short only the backoff of starts that failed for a missing secret, the owner's", async () => {
+    // Two of the owner's endpoints fail to start: one crashes (nothing to do with secrets), one lacks a secret.
+    const crashing = await t.endpoint(
+      { idleTimeout: 1 },
+      { ...ENV_WORKER, dockerStartCmd: ['node', '-e', 'process.exit(3)'] },
+    );
+    const lacking = await t.endpoint(
+      { idleTimeout: 1 },
+      { ...ENV_WORKER, env: { HF_TOKEN: '{{ RUNPOD_SECRET_hf_late }}' } },
+    );
+    const lackingJob = await t.run(lacking, { names: ['HF_TOKEN'] });
+    await t.run(crashing, {});
+    // Start attempts, as the worker records they leave (collected: old ones are pruned).
+    const attempts = new Map<string, Set<string>>([
+      [crashing, new Set()],
+      [lacking, new Set()],
+    ]);
+    const count = async (ep: string): Promise<number> => {
+      for (const w of await t.workers(ep)) attempts.get(ep)!.add(w.id as string);
+      return attempts.get(ep)!.size;
+    };
+    // Four failures each: the next attempt is 8 s away (1, 2, 4, 8 s).
+    await waitUntil(
+      async () => (await count(crashing)) >= 4 && (await count(lacking)) >= 4,
+      20_000,
+      () => JSON.stringify([...attempts].map(([ep, ids]) => [ep, ids.size])),
+    );
+    const crashed = await count(crashing);
+
+    // Another user's secret of that name changes nothing for the owner.
+    const bob = await t.server.accounts.createUser('bob');
+    await createSecret('hf_late', 'bobs-value', (await t.server.accounts.createKey(bob.id, 'bob', 'all')).key);
+    const lacked = await count(lacking);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(await count(lacking)).toBe(lacked);
+
+    // The owner's: the endpoint that lacked it starts at once; the crashing one keeps its backoff.
+    const created = Date.now();
+    await createSecret('hf_late', 'owners-value');
+    const done = await t.waitJob(lacking, lackingJob, 20_000);
+    expect(done).toMatchObject({ status: 'COMPLETED', output: { env: { HF_TOKEN: 'owners-value' } } });
+    expect(Date.now() - created).toBeLessThan(3_000);
+    expect(await count(crashing)).toBe(crashed);
+  });
 });

@@ -9,8 +9,9 @@ import { join } from 'node:path';
 
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 
-import { freePort, killAll, spawnExampleWorker, spawnProc, workerLog, type Proc } from '../helpers/processes.ts';
+import { freePort, killAll, ROOT, spawnExampleWorker, spawnProc, workerLog, type Proc } from '../helpers/processes.ts';
 import { dropSchemas, newSchema, pgUnavailable, schemaUrl } from '../helpers/postgres.ts';
+import { gql } from '../helpers/graphql.ts';
 import { ADMIN_KEY, request, type ApiResponse } from '../helpers/server.ts';
 
 const unavailable = await pgUnavailable('Multi-node end-to-end test');
@@ -191,6 +192,58 @@ describe.skipIf(unavailable !== null)('multi-node: three wharf serve nodes shari
       );
       expect(now.reason).toBe('never-placeable');
     }
+  }, 90_000);
+
+  it("a secret created on another node than the leader's starts the workers that lacked it at once", async () => {
+    const { nodes } = await cluster(['--executor', 'process', '--gpus', 'none']);
+    const leader = await waitUntil(async () => (await leaders(nodes))[0] ?? null, 10_000, 'a leader');
+    const follower = nodes.find((n) => n !== leader)!;
+    const tpl = await api(follower, 'POST', '/v1/templates', {
+      name: 'needs-secret',
+      imageName: `file://${join(ROOT, 'test/fixtures/env-worker')}`,
+      dockerStartCmd: ['node', 'worker.ts'],
+      env: { HF_TOKEN: '{{ RUNPOD_SECRET_hf_late }}' },
+    });
+    expect(tpl.status).toBe(200);
+    const created = await api(follower, 'POST', '/v1/endpoints', {
+      name: 'needs-secret',
+      templateId: tpl.json.id,
+      computeType: 'CPU',
+      workersMax: 1,
+    });
+    expect(created.status).toBe(200);
+    const ep = created.json.id as string;
+    const job = await api(follower, 'POST', `/v2/${ep}/run`, { input: { names: ['HF_TOKEN'] } });
+    expect(job.status).toBe(200);
+    // The leader's starts fail, naming the secret; after four the next is 8 s away (1, 2, 4, 8 s).
+    const attempts = new Set<string>();
+    await waitUntil(
+      async () => {
+        const workers = (await api(follower, 'GET', `/v1/endpoints/${ep}?includeWorkers=true`)).json.workers ?? [];
+        for (const w of workers) if (/secret "hf_late"/.test(w.workerStateReason ?? '')) attempts.add(w.id);
+        return attempts.size >= 4;
+      },
+      20_000,
+      'four failed starts',
+    );
+    const at = Date.now();
+    const secret = await gql(
+      follower.url,
+      ADMIN_KEY,
+      'mutation ($input: SecretCreateInput) { secretCreate(input: $input) { id } }',
+      { input: { name: 'hf_late', value: 'late-value' } },
+    );
+    expect(secret.json.errors, secret.text).toBeUndefined();
+    const done = await waitUntil(
+      async () => {
+        const r = await api(follower, 'GET', `/v2/${ep}/status/${job.json.id}`);
+        return r.json?.status === 'COMPLETED' ? r.json : null;
+      },
+      20_000,
+      'the job',
+    );
+    expect(done.output).toEqual({ env: { HF_TOKEN: 'late-value' } });
+    expect(Date.now() - at).toBeLessThan(4_000);
   }, 90_000);
 
   it('kill -9 of the leader under load, then a restart of another node: nothing acknowledged lost, nothing done twice', async () => {
