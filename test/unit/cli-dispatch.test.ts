@@ -69,6 +69,8 @@ describe('wharf --help', () => {
       ['templates', 'list'],
       ['key', 'list'],
       ['volumes', 'show', 'x'],
+      ['secrets', 'ls'],
+      ['secrets', 'rm', 'x'],
     ]) {
       const res = await run([...argv, '--help']);
       expect({ argv, code: res.code }).toEqual({ argv, code: 0 });
@@ -126,6 +128,11 @@ describe('usage errors', () => {
     [['volume', 'update', 'v'], /^wharf: give --name or --size/],
     [['volume', 'update', 'v', '--name', ''], /^wharf: --name must not be empty/],
     [['registry', 'create', '--name', 'r', '--username', 'u'], /^wharf: give exactly one of --password/],
+    [['secret', 'create', '--name', 's'], /^wharf: give exactly one of --value and --value-stdin/],
+    [['secret', 'create', '--name', 's', '--value', 'v', '--value-stdin'], /^wharf: give exactly one of --value/],
+    [['secret', 'create', '--name', 's', '--value', ''], /^wharf: --value is required/],
+    [['secret', 'create', '--value', 'v'], /^wharf: --name is required/],
+    [['secret', 'delete'], /^wharf: missing <secret> \(see "wharf secret delete --help"\)$/],
     [['keys', 'create', '--name', 'x', '--scope', 'god'], /^wharf: --scope must be one of all, read, restricted/],
     [['billing', 'cats'], /^wharf: expected one of endpoints, pods, volumes/],
     [['billing', '--start', 'yesterday'], /^wharf: --start expects a date/],

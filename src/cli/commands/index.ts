@@ -6,6 +6,7 @@ import { cancelCommand, retryCommand, statusCommand, streamCommand } from './job
 import { billingCommand, logsCommand } from './logs.ts';
 import { healthCommand, jobsCommand, purgeCommand } from './queue.ts';
 import { runCommand } from './run.ts';
+import { secretCommands } from './secrets.ts';
 import { serveCommand } from './serve.ts';
 import { registryCommands, volumeCommands } from './storage.ts';
 import { templateCommands } from './templates.ts';
@@ -31,6 +32,7 @@ export const SECTIONS: readonly Section[] = [
   { title: 'Templates', commands: templateCommands },
   { title: 'Network volumes', commands: volumeCommands },
   { title: 'Container registry credentials', commands: registryCommands },
+  { title: 'Secrets', commands: secretCommands },
   { title: 'Account', commands: [loginCommand, logoutCommand, configCommand, ...keyCommands, billingCommand] },
 ];
 
@@ -47,6 +49,7 @@ const GROUP_ALIASES: Record<string, string> = {
   volumes: 'volume',
   networkvolume: 'volume',
   registries: 'registry',
+  secrets: 'secret',
   key: 'keys',
   requests: 'jobs',
 };
