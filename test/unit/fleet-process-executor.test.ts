@@ -59,12 +59,12 @@ setInterval(() => { if (process.argv[2] === 'exit' && existsSync(gcFile)) proces
     'GRANDCHILD',
     JSON.stringify(GRANDCHILD),
   ),
-  // A supervisor that starts one worker (tree.mjs, or the script named) and is then killed with SIGKILL by the test.
+  // A supervisor that starts one worker running the script named, and is then killed with SIGKILL by the test.
   'supervisor.mjs': `import { ProcessExecutor } from ${JSON.stringify(EXECUTOR_MODULE)};
 const [stateDir, dir, script] = process.argv.slice(2);
 const ex = new ProcessExecutor({ stateDir });
 const w = await ex.start({ workerId: 'orphan1', endpointId: 'ep1', imageName: 'file://' + dir, entrypoint: ['node'],
-  startCmd: [script ?? 'tree.mjs'], env: {}, gpuIndices: ['0'] }, { onLog() {}, onExit() {} });
+  startCmd: [script], env: {}, gpuIndices: ['0'] }, { onLog() {}, onExit() {} });
 console.log('worker ' + w.pid);
 setInterval(() => {}, 1000);`,
   // Three workers that ignore SIGTERM, then killed with SIGKILL by the test.
@@ -139,6 +139,31 @@ function grandchild(workerId: string): number {
   expect(pid, `pid in ${file}`).toBeGreaterThan(0);
   pids.add(pid);
   return pid;
+}
+
+/**
+ * A supervisor process (supervisor.mjs) that started worker orphan1 running `script`, killed with SIGKILL once the
+ * worker's grandchild is up: the worker and the grandchild are left running, with the pid file.
+ */
+async function crashedSupervisor(script: string): Promise<{ workerPid: number; gc: number }> {
+  const sup = spawn(process.execPath, [join(dir, 'supervisor.mjs'), stateDir, dir, script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  pids.add(sup.pid ?? 0);
+  const workerPid = await new Promise<number>((res, rej) => {
+    sup.stdout.setEncoding('utf8').on('data', (s: string) => {
+      const m = /worker (\d+)/.exec(s);
+      if (m) res(Number(m[1]));
+    });
+    sup.once('exit', () => rej(new Error('supervisor exited early')));
+  });
+  pids.add(workerPid);
+  await until(() => existsSync(join(dir, 'grandchild-orphan1')));
+  const gc = grandchild('orphan1');
+  const supExit = new Promise((r) => sup.once('exit', r));
+  sup.kill('SIGKILL');
+  await supExit;
+  return { workerPid, gc };
 }
 
 beforeEach(() => {
@@ -400,23 +425,7 @@ describe('ProcessExecutor', () => {
   });
 
   it('cleans up the workers of a supervisor that crashed', async () => {
-    const sup = spawn(process.execPath, [join(dir, 'supervisor.mjs'), stateDir, dir], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    pids.add(sup.pid ?? 0);
-    const workerPid = await new Promise<number>((res, rej) => {
-      sup.stdout.setEncoding('utf8').on('data', (s: string) => {
-        const m = /worker (\d+)/.exec(s);
-        if (m) res(Number(m[1]));
-      });
-      sup.once('exit', () => rej(new Error('supervisor exited early')));
-    });
-    pids.add(workerPid);
-    await until(() => existsSync(join(dir, 'grandchild-orphan1')));
-    const gc = grandchild('orphan1');
-    const supExit = new Promise((r) => sup.once('exit', r));
-    sup.kill('SIGKILL');
-    await supExit;
+    const { workerPid, gc } = await crashedSupervisor('tree.mjs');
     expect([alive(workerPid), alive(gc)]).toEqual([true, true]);
     expect(existsSync(join(stateDir, 'orphan1.pid'))).toBe(true);
 
@@ -441,23 +450,7 @@ describe('ProcessExecutor', () => {
   });
 
   it("cleans up what left a crashed supervisor's worker's process group", async () => {
-    const sup = spawn(process.execPath, [join(dir, 'supervisor.mjs'), stateDir, dir, 'escaped-tree.mjs'], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    pids.add(sup.pid ?? 0);
-    const workerPid = await new Promise<number>((res, rej) => {
-      sup.stdout.setEncoding('utf8').on('data', (s: string) => {
-        const m = /worker (\d+)/.exec(s);
-        if (m) res(Number(m[1]));
-      });
-      sup.once('exit', () => rej(new Error('supervisor exited early')));
-    });
-    pids.add(workerPid);
-    await until(() => existsSync(join(dir, 'grandchild-orphan1')));
-    const gc = grandchild('orphan1');
-    const supExit = new Promise((r) => sup.once('exit', r));
-    sup.kill('SIGKILL');
-    await supExit;
+    const { workerPid, gc } = await crashedSupervisor('escaped-tree.mjs');
     expect(await executor().cleanupOrphans()).toBe(1);
     await until(() => !alive(workerPid) && !alive(gc)); // the grandchild ignores SIGTERM: escalated to SIGKILL
   });

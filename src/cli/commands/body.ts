@@ -64,3 +64,17 @@ export function deleted(ctx: Context, kind: string, id: string): void {
   if (ctx.out.json) ctx.out.data({ id, deleted: true });
   else ctx.out.line(`deleted ${kind} ${id}`);
 }
+
+/**
+ * A secret the user gives as `--<name>` or, kept out of `ps`, on stdin with `--<name>-stdin`: exactly one of the two;
+ * stdin loses one trailing newline (what `echo` adds); never empty.
+ */
+export async function secretOption(ctx: Context, name: string): Promise<string> {
+  const a = ctx.args;
+  if (a.has(name) === a.flag(`${name}-stdin`)) {
+    throw new UsageError(`give exactly one of --${name} and --${name}-stdin`, ctx.command.name);
+  }
+  const value = a.flag(`${name}-stdin`) ? (await ctx.readStdin()).replace(/\r?\n$/, '') : a.required(name);
+  if (value === '') throw new UsageError(`the ${name} is empty`, ctx.command.name);
+  return value;
+}

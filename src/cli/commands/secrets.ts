@@ -1,7 +1,6 @@
 import type { Secret } from '../../sdk/client/index.ts';
-import { UsageError } from '../args.ts';
 import type { Command, Context } from '../context.ts';
-import { deleted, idArg } from './body.ts';
+import { deleted, idArg, secretOption } from './body.ts';
 
 function printSecret(ctx: Context, s: Secret): void {
   if (ctx.out.json) return ctx.out.data(s);
@@ -28,11 +27,7 @@ export const secretCommands: Command[] = [
     examples: ['echo "$HF_TOKEN" | wharf secret create --name hf --value-stdin --description "read token"'],
     async run(ctx) {
       const a = ctx.args;
-      if (a.has('value') === a.flag('value-stdin')) {
-        throw new UsageError('give exactly one of --value and --value-stdin', ctx.command.name);
-      }
-      const value = a.flag('value-stdin') ? (await ctx.readStdin()).replace(/\r?\n$/, '') : a.required('value');
-      if (value === '') throw new UsageError('the value is empty', ctx.command.name);
+      const value = await secretOption(ctx, 'value');
       const description = a.string('description');
       const input = { name: a.required('name'), value, ...(description !== undefined ? { description } : {}) };
       printSecret(ctx, await secrets(ctx).create(input));

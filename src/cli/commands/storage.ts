@@ -1,7 +1,7 @@
 import type { NetworkVolume, RegistryAuth } from '../../sdk/client/index.ts';
 import { UsageError } from '../args.ts';
 import type { Command, Context } from '../context.ts';
-import { deleted, idArg } from './body.ts';
+import { deleted, idArg, secretOption } from './body.ts';
 
 function printVolume(ctx: Context, v: NetworkVolume): void {
   if (ctx.out.json) return ctx.out.data(v);
@@ -115,13 +115,7 @@ export const registryCommands: Command[] = [
     examples: ['echo "$GHCR_TOKEN" | wharf registry create --name ghcr --username me --password-stdin'],
     async run(ctx) {
       const a = ctx.args;
-      if (a.has('password') === a.flag('password-stdin')) {
-        throw new UsageError('give exactly one of --password and --password-stdin', ctx.command.name);
-      }
-      const password = a.flag('password-stdin')
-        ? (await ctx.readStdin()).replace(/\r?\n$/, '')
-        : a.required('password');
-      if (password === '') throw new UsageError('the password is empty', ctx.command.name);
+      const password = await secretOption(ctx, 'password');
       const input = { name: a.required('name'), username: a.required('username'), password };
       printAuth(ctx, await auths(ctx).create(input));
     },
