@@ -6,6 +6,7 @@ import {
   Billing,
   Bus,
   JobEngine,
+  checkSecretKey,
   loadSecretKey,
   monotonicWallClock,
   RegistryAuths,
@@ -103,6 +104,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const bus = new Bus();
   // One key for every secret at rest: registry credentials, users' secrets, jobs' s3Config, webhook secrets.
   const secrets = new SecretBox(loadSecretKey(config.secretKey, dataDir));
+  try {
+    await checkSecretKey(store, secrets, {
+      acceptNew: config.acceptNewSecretKey,
+      keySource: config.secretKey ? '--secret-key / WHARF_SECRET_KEY' : join(dataDir, 'secret.key'),
+    });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
   const engine = new JobEngine(store, bus, clock, secrets, {
     nodeId: config.nodeId,
     streamWaitMs: config.streamWaitMs,

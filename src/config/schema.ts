@@ -373,7 +373,15 @@ export const SETTINGS = [
     env: 'WHARF_SECRET_KEY',
     kind: 'string',
     default: null,
-    doc: "base64 of 32 bytes: encrypts secrets at rest (registry credentials, jobs' s3Config, webhook secrets); generated into <data-dir>/secret.key when unset.",
+    doc: "base64 of 32 bytes: encrypts secrets at rest (registry credentials, users' secrets, jobs' s3Config, webhook secrets); generated into <data-dir>/secret.key when unset. A key other than the one the store's secrets were sealed with is refused at start.",
+  },
+  {
+    key: 'acceptNewSecretKey',
+    flag: '--accept-new-secret-key',
+    env: 'WHARF_ACCEPT_NEW_SECRET_KEY',
+    kind: 'bool',
+    default: false,
+    doc: 'Start with a secret key other than the one the stored secrets were sealed with, when that one is lost for good: it becomes the key checked from then on; what the old key sealed stays unreadable (SECRET_UNREADABLE) until recreated.',
   },
   {
     key: 'prices',

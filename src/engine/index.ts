@@ -19,7 +19,14 @@ export { endpointHealth, type EndpointHealth } from './health.ts';
 export { Volumes, type VolumeInput } from './volumes.ts';
 export { RegistryAuths, type RegistryAuthView, type RegistryCredentials } from './registry-auths.ts';
 export { UserSecrets, MissingSecretsError, type SecretInput, type SecretView } from './user-secrets.ts';
-export { SecretBox, SecretUnreadableError, decodeSecretKey, isSealed, loadSecretKey } from './secrets.ts';
+export {
+  SecretBox,
+  SecretUnreadableError,
+  checkSecretKey,
+  decodeSecretKey,
+  isSealed,
+  loadSecretKey,
+} from './secrets.ts';
 export {
   Billing,
   usageOf,

@@ -85,6 +85,39 @@ export class SecretBox {
   }
 }
 
+const KEY_CHECK = 'secret-key-check';
+const KEY_CHECK_TEXT = 'the key Wharf seals secrets with';
+
+/**
+ * Refuse to run with a secret key other than the one the store's secrets were sealed with. Such a server (a node
+ * given another WHARF_SECRET_KEY than the cluster's, a data directory whose secret.key was replaced) would fail
+ * every secret sealed before, and seal new ones (a job's s3Config, a registry credential) that the other nodes
+ * cannot open. The store keeps a value sealed with the first key it saw; a key that cannot open it is refused,
+ * unless `acceptNew` (the old key is lost for good), which makes this key the one checked from then on.
+ */
+export async function checkSecretKey(
+  store: {
+    claimSetting(key: string, value: string): Promise<string>;
+    putSetting(key: string, value: string): Promise<void>;
+  },
+  box: SecretBox,
+  opts: { acceptNew: boolean; keySource: string },
+): Promise<void> {
+  const mine = box.seal(KEY_CHECK_TEXT, KEY_CHECK);
+  const stored = await store.claimSetting(KEY_CHECK, mine);
+  try {
+    if (box.open(stored, KEY_CHECK, 'the secret key check') === KEY_CHECK_TEXT) return;
+  } catch (error) {
+    if (!(error instanceof SecretUnreadableError)) throw error;
+  }
+  if (opts.acceptNew) return store.putSetting(KEY_CHECK, mine);
+  throw new Error(
+    `the secret key (${opts.keySource}) is not the one the secrets in this store were sealed with: start with that ` +
+      "key (--secret-key / WHARF_SECRET_KEY, the same on every node), or restore the data directory's secret.key; " +
+      'if it is lost for good, start once with --accept-new-secret-key (what it sealed stays unreadable until recreated)',
+  );
+}
+
 /** The configured key: base64 of 32 bytes (`openssl rand -base64 32`). */
 export function decodeSecretKey(text: string): Buffer {
   const key = Buffer.from(text, 'base64');

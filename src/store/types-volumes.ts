@@ -55,6 +55,14 @@ export interface ManagementStore {
   listSecrets(userId: string): Promise<SecretRecord[]>;
   deleteSecret(userId: string, id: string): Promise<boolean>;
 
+  /**
+   * The server's own settings, one text per key. `claimSetting`: the value stored under `key`, storing `value`
+   * first when there is none, in one step (nodes starting together all get the first one stored).
+   */
+  claimSetting(key: string, value: string): Promise<string>;
+  /** Store `value` under `key`, replacing any. */
+  putSetting(key: string, value: string): Promise<void>;
+
   /** A worker started: open a usage record (a worker has at most one open record; a second open is ignored). */
   recordUsageStart(u: UsageStart): Promise<void>;
   /**

@@ -85,13 +85,13 @@ describe.each(stores)('%s store', (store) => {
       dataDir = mkdtempSync(join(tmpdir(), 'wharf-secrets-'));
       t = await startTestServer({ ...fast, dataDir });
       raw = sqliteRaw(dataDir);
-      restart = (secretKey) => startTestServer({ ...fast, dataDir, secretKey });
+      restart = (secretKey) => startTestServer({ ...fast, dataDir, secretKey, acceptNewSecretKey: true });
     } else {
       const schema = newSchema();
       const url = schemaUrl(schema, 4);
       t = await startTestServer({ ...fast, store: url, secretKey: randomBytes(32).toString('base64') });
       raw = postgresRaw(schema);
-      restart = (secretKey) => startTestServer({ ...fast, store: url, secretKey });
+      restart = (secretKey) => startTestServer({ ...fast, store: url, secretKey, acceptNewSecretKey: true });
     }
   });
   afterAll(async () => {
@@ -184,6 +184,7 @@ describe.each(stores)('%s store', (store) => {
     });
     const plain = await t.api('POST', `/v2/${ep}/run`, { input: { n: 2 } });
     await t.close();
+    // The key is lost for good: the server is told to start with a new one (it refuses otherwise).
     t = await restart(randomBytes(32).toString('base64'));
 
     // The job whose s3Config cannot be opened fails with a reason; the next job is taken as usual.

@@ -153,6 +153,18 @@ export function managementContract(store: () => Store): void {
       expect((await s.listSecrets('u1')).map((r) => r.name)).toEqual(['api_KEY-2', 'hf']);
     });
 
+    it("keeps the server's settings: the first value claimed wins, even claimed at once; put replaces it", async () => {
+      const s = store();
+      const claims = await Promise.all(['a', 'b', 'c'].map((v) => s.claimSetting('contract-key', v)));
+      expect(new Set(claims).size).toBe(1);
+      const first = claims[0]!;
+      expect(await s.claimSetting('contract-key', 'later')).toBe(first);
+      await s.putSetting('contract-key', 'replaced');
+      expect(await s.claimSetting('contract-key', 'later')).toBe('replaced');
+      await s.putSetting('contract-other', 'put first');
+      expect(await s.claimSetting('contract-other', 'x')).toBe('put first');
+    });
+
     it('records worker usage: one open record per worker, closed once, resumed after standby', async () => {
       const s = store();
       await s.recordUsageStart(usage());

@@ -323,6 +323,11 @@ CREATE TABLE secrets (
 CREATE UNIQUE INDEX secrets_name ON secrets (user_id, name);
 `,
   },
+  {
+    version: 11,
+    name: "settings: the server's own, such as the secret key check",
+    sql: `CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);`,
+  },
 ];
 
 export const LATEST = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

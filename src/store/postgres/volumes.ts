@@ -176,6 +176,19 @@ export function managementVerbs(db: Db): ManagementStore {
         id,
       ]),
 
+    async claimSetting(key, value) {
+      // Two statements: the SELECT's snapshot is taken after the INSERT waited out a concurrent one, so it sees the
+      // value that won.
+      await db.query('INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING', [key, value]);
+      const [row] = await db.query<{ value: string }>('SELECT value FROM settings WHERE key = $1', [key]);
+      return row!.value;
+    },
+    async putSetting(key, value) {
+      await db.query(
+        'INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+        [key, value],
+      );
+    },
     async createSecret(r) {
       await db.query('INSERT INTO secrets (id, user_id, name, doc) VALUES ($1, $2, $3, $4)', [
         r.id,

@@ -375,6 +375,12 @@ class SqliteStore implements Store {
   async templatesUsingRegistryAuth(userId: string, id: string) {
     return this.mgmt.templatesUsingRegistryAuth(userId, id);
   }
+  claimSetting(key: string, value: string) {
+    return this.write(() => this.mgmt.claimSetting(key, value));
+  }
+  putSetting(key: string, value: string) {
+    return this.write(() => this.mgmt.putSetting(key, value));
+  }
   createSecret(r: SecretRecord) {
     return this.write(() => this.mgmt.createSecret(r));
   }

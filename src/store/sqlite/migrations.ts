@@ -277,6 +277,11 @@ CREATE TABLE secrets (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, name TEXT NOT 
 CREATE UNIQUE INDEX secrets_name ON secrets (user_id, name);
 `,
   },
+  {
+    version: 12,
+    name: "settings: the server's own, such as the secret key check",
+    sql: `CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);`,
+  },
 ];
 
 export function migrate(db: DatabaseSync): void {

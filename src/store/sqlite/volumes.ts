@@ -170,6 +170,15 @@ export class SqliteManagement {
   deleteSecret(userId: string, id: string): boolean {
     return Number(this.q('DELETE FROM secrets WHERE id = ? AND user_id = ?').run(id, userId).changes) > 0;
   }
+  claimSetting(key: string, value: string): string {
+    this.q('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING').run(key, value);
+    return (this.q('SELECT value FROM settings WHERE key = ?').get(key) as { value: string }).value;
+  }
+  putSetting(key: string, value: string): void {
+    this.q(
+      'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    ).run(key, value);
+  }
 
   usageStart(u: UsageStart): void {
     this.q(
