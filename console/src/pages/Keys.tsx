@@ -1,5 +1,6 @@
 import { useRef, useState, type FormEvent } from 'react';
-import { Badge, Checklist, ConfirmButton, Empty, ErrorBanner, Field, Loading, Notice } from '../components/ui.tsx';
+import { DataTable } from '../components/table.tsx';
+import { Badge, Checklist, ConfirmButton, ErrorBanner, Field, Loading, Notice } from '../components/ui.tsx';
 import { dateTime } from '../format.ts';
 import { useAction, usePoll, useTitle } from '../hooks.ts';
 import { useClient, useSession } from '../session.tsx';
@@ -110,45 +111,29 @@ export function KeysPage() {
       {created ? <NewKey created={created} onDismiss={() => setCreated(null)} /> : null}
       {notice ? <Notice>{notice}</Notice> : null}
       {poll.loading ? <Loading what="keys" /> : null}
-      {poll.data && poll.data.keys.length === 0 ? <Empty>No keys.</Empty> : null}
-      {poll.data && poll.data.keys.length > 0 ? (
-        <div className="table-wrap">
-          <table className="table">
-            <caption className="visually-hidden">API keys</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Prefix</th>
-                <th scope="col">Scope</th>
-                <th scope="col">Created</th>
-                <th scope="col">State</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {poll.data.keys.map((k) => (
-                <tr key={k.id}>
-                  <th scope="row">{k.name}</th>
-                  <td className="mono small">{k.prefix}…</td>
-                  <td>
-                    <Badge value={k.scope} />
-                    {k.scope === 'restricted' ? (
-                      <div className="small muted">{k.endpointIds.map((id) => names.get(id) ?? id).join(', ')}</div>
-                    ) : null}
-                  </td>
-                  <td>{dateTime(k.createdAt)}</td>
-                  <td>{k.revokedAt ? <Badge value="revoked" /> : <Badge value="active" />}</td>
-                  <td className="actions">
-                    {k.revokedAt ? null : <ConfirmButton label="Revoke" onConfirm={() => revoke.run(k)} />}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
+      <DataTable
+        caption="API keys"
+        rows={poll.data?.keys}
+        empty="No keys."
+        columns={[
+          { header: 'Name', cell: (k) => k.name },
+          { header: 'Prefix', className: 'mono small', cell: (k) => `${k.prefix}…` },
+          {
+            header: 'Scope',
+            cell: (k) => (
+              <>
+                <Badge value={k.scope} />
+                {k.scope === 'restricted' ? (
+                  <div className="small muted">{k.endpointIds.map((id) => names.get(id) ?? id).join(', ')}</div>
+                ) : null}
+              </>
+            ),
+          },
+          { header: 'Created', cell: (k) => dateTime(k.createdAt) },
+          { header: 'State', cell: (k) => (k.revokedAt ? <Badge value="revoked" /> : <Badge value="active" />) },
+        ]}
+        actions={(k) => (k.revokedAt ? null : <ConfirmButton label="Revoke" onConfirm={() => revoke.run(k)} />)}
+      />
       <form className="form card" onSubmit={submit} noValidate aria-labelledby="new-key-title">
         <h2 id="new-key-title">New key</h2>
         <div className="form-grid">

@@ -1,5 +1,6 @@
 import { useState, type FormEvent } from 'react';
-import { ConfirmButton, Empty, ErrorBanner, Field, Loading, Notice, WriteOnlyField } from '../components/ui.tsx';
+import { DataTable } from '../components/table.tsx';
+import { ConfirmButton, ErrorBanner, Field, Loading, Notice, WriteOnlyField } from '../components/ui.tsx';
 import { useAction, usePoll, useTitle } from '../hooks.ts';
 import { useClient } from '../session.tsx';
 import type { RegistryAuthView } from '../types.ts';
@@ -53,36 +54,17 @@ export function RegistryPage() {
       <ErrorBanner error={remove.error} title="Could not delete the credentials" />
       {notice ? <Notice>{notice}</Notice> : null}
       {poll.loading ? <Loading what="credentials" /> : null}
-      {poll.data && poll.data.length === 0 ? <Empty>No registry credentials yet.</Empty> : null}
-      {poll.data && poll.data.length > 0 ? (
-        <div className="table-wrap">
-          <table className="table">
-            <caption className="visually-hidden">Registry credentials</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Id</th>
-                <th scope="col">Password</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {poll.data.map((a) => (
-                <tr key={a.id}>
-                  <th scope="row">{a.name}</th>
-                  <td className="mono small">{a.id}</td>
-                  <td className="muted">stored, hidden</td>
-                  <td className="actions">
-                    <ConfirmButton label="Delete" onConfirm={() => remove.run(a)} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
+      <DataTable
+        caption="Registry credentials"
+        rows={poll.data}
+        empty="No registry credentials yet."
+        columns={[
+          { header: 'Name', cell: (a) => a.name },
+          { header: 'Id', className: 'mono small', cell: (a) => a.id },
+          { header: 'Password', className: 'muted', cell: () => 'stored, hidden' },
+        ]}
+        actions={(a) => <ConfirmButton label="Delete" onConfirm={() => remove.run(a)} />}
+      />
       <form className="form card" onSubmit={submit} noValidate aria-labelledby="new-auth-title" autoComplete="off">
         <h2 id="new-auth-title">Add credentials</h2>
         <div className="form-grid">

@@ -1,5 +1,6 @@
 import { useState, type FormEvent } from 'react';
-import { ConfirmButton, Empty, ErrorBanner, Field, Loading, Notice, WriteOnlyField } from '../components/ui.tsx';
+import { DataTable } from '../components/table.tsx';
+import { ConfirmButton, ErrorBanner, Field, Loading, Notice, WriteOnlyField } from '../components/ui.tsx';
 import { useAction, usePoll, useTitle } from '../hooks.ts';
 import { useClient } from '../session.tsx';
 import type { SecretView } from '../types.ts';
@@ -54,36 +55,17 @@ export function SecretsPage() {
       <ErrorBanner error={remove.error} title="Could not delete the secret" />
       {notice ? <Notice>{notice}</Notice> : null}
       {poll.loading ? <Loading what="secrets" /> : null}
-      {poll.data && poll.data.length === 0 ? <Empty>No secrets yet.</Empty> : null}
-      {poll.data && poll.data.length > 0 ? (
-        <div className="table-wrap">
-          <table className="table">
-            <caption className="visually-hidden">Secrets</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Description</th>
-                <th scope="col">Value</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {poll.data.map((s) => (
-                <tr key={s.id}>
-                  <th scope="row">{s.name}</th>
-                  <td>{s.description}</td>
-                  <td className="muted">stored, hidden</td>
-                  <td className="actions">
-                    <ConfirmButton label="Delete" onConfirm={() => remove.run(s)} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
+      <DataTable
+        caption="Secrets"
+        rows={poll.data}
+        empty="No secrets yet."
+        columns={[
+          { header: 'Name', cell: (s) => s.name },
+          { header: 'Description', cell: (s) => s.description },
+          { header: 'Value', className: 'muted', cell: () => 'stored, hidden' },
+        ]}
+        actions={(s) => <ConfirmButton label="Delete" onConfirm={() => remove.run(s)} />}
+      />
       <form className="form card" onSubmit={submit} noValidate aria-labelledby="new-secret-title" autoComplete="off">
         <h2 id="new-secret-title">Add a secret</h2>
         <div className="form-grid">

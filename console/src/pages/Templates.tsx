@@ -1,5 +1,6 @@
 import { useRef, useState, type FormEvent } from 'react';
-import { ConfirmButton, Empty, ErrorBanner, Field, Loading, Notice } from '../components/ui.tsx';
+import { DataTable } from '../components/table.tsx';
+import { ConfirmButton, ErrorBanner, Field, Loading, Notice } from '../components/ui.tsx';
 import { formatEnv, parseEnv } from '../format.ts';
 import { useAction, usePoll, useTitle } from '../hooks.ts';
 import { useClient } from '../session.tsx';
@@ -200,44 +201,33 @@ export function TemplatesPage() {
       <ErrorBanner error={remove.error} title="Could not delete the template" />
       {notice ? <Notice>{notice}</Notice> : null}
       {poll.loading ? <Loading what="templates" /> : null}
-      {poll.data && poll.data.templates.length === 0 ? <Empty>No templates yet.</Empty> : null}
-      {poll.data && poll.data.templates.length > 0 ? (
-        <div className="table-wrap">
-          <table className="table">
-            <caption className="visually-hidden">Templates</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Image</th>
-                <th scope="col">Start command</th>
-                <th scope="col">Env</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {poll.data.templates.map((t) => (
-                <tr key={t.id}>
-                  <th scope="row">
-                    {t.name}
-                    <div className="muted mono small">{t.id}</div>
-                  </th>
-                  <td className="mono small break">{t.imageName}</td>
-                  <td className="mono small">{t.dockerStartCmd.join(' ') || '—'}</td>
-                  <td>{Object.keys(t.env).length}</td>
-                  <td className="actions">
-                    <button type="button" className="button-small" onClick={() => setEditing(t)}>
-                      Edit<span className="visually-hidden"> {t.name}</span>
-                    </button>
-                    <ConfirmButton label="Delete" onConfirm={() => remove.run(t)} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
+      <DataTable
+        caption="Templates"
+        rows={poll.data?.templates}
+        empty="No templates yet."
+        columns={[
+          {
+            header: 'Name',
+            cell: (t) => (
+              <>
+                {t.name}
+                <div className="muted mono small">{t.id}</div>
+              </>
+            ),
+          },
+          { header: 'Image', className: 'mono small break', cell: (t) => t.imageName },
+          { header: 'Start command', className: 'mono small', cell: (t) => t.dockerStartCmd.join(' ') || '—' },
+          { header: 'Env', cell: (t) => Object.keys(t.env).length },
+        ]}
+        actions={(t) => (
+          <>
+            <button type="button" className="button-small" onClick={() => setEditing(t)}>
+              Edit<span className="visually-hidden"> {t.name}</span>
+            </button>
+            <ConfirmButton label="Delete" onConfirm={() => remove.run(t)} />
+          </>
+        )}
+      />
       {poll.data ? (
         <TemplateForm key={editing?.id ?? 'new'} template={editing} auths={poll.data.auths} onDone={done} />
       ) : null}

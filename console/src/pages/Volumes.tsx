@@ -1,6 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { DATA_CENTER_IDS } from '../../../src/domain/resources.ts';
-import { ConfirmButton, Empty, ErrorBanner, Field, Loading, Notice } from '../components/ui.tsx';
+import { DataTable } from '../components/table.tsx';
+import { ConfirmButton, ErrorBanner, Field, Loading, Notice } from '../components/ui.tsx';
 import { useAction, usePoll, useTitle } from '../hooks.ts';
 import { useClient } from '../session.tsx';
 import type { VolumeView } from '../types.ts';
@@ -97,44 +98,32 @@ export function VolumesPage() {
       <ErrorBanner error={remove.error} title="Could not delete the volume" />
       {notice ? <Notice>{notice}</Notice> : null}
       {poll.loading ? <Loading what="volumes" /> : null}
-      {poll.data && poll.data.length === 0 ? <Empty>No network volumes yet.</Empty> : null}
-      {poll.data && poll.data.length > 0 ? (
-        <div className="table-wrap">
-          <table className="table">
-            <caption className="visually-hidden">Network volumes</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col" className="num">
-                  Size
-                </th>
-                <th scope="col">Data center</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {poll.data.map((v) => (
-                <tr key={v.id}>
-                  <th scope="row">
-                    {v.name}
-                    <div className="muted mono small">{v.id}</div>
-                  </th>
-                  <td className="num">{v.size} GB</td>
-                  <td>{v.dataCenterId}</td>
-                  <td className="actions">
-                    <button type="button" className="button-small" onClick={() => setEditing(v)}>
-                      Edit<span className="visually-hidden"> {v.name}</span>
-                    </button>
-                    <ConfirmButton label="Delete" onConfirm={() => remove.run(v)} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
+      <DataTable
+        caption="Network volumes"
+        rows={poll.data}
+        empty="No network volumes yet."
+        columns={[
+          {
+            header: 'Name',
+            cell: (v) => (
+              <>
+                {v.name}
+                <div className="muted mono small">{v.id}</div>
+              </>
+            ),
+          },
+          { header: 'Size', num: true, cell: (v) => `${v.size} GB` },
+          { header: 'Data center', cell: (v) => v.dataCenterId },
+        ]}
+        actions={(v) => (
+          <>
+            <button type="button" className="button-small" onClick={() => setEditing(v)}>
+              Edit<span className="visually-hidden"> {v.name}</span>
+            </button>
+            <ConfirmButton label="Delete" onConfirm={() => remove.run(v)} />
+          </>
+        )}
+      />
       {editing ? (
         <EditVolume
           key={editing.id}
