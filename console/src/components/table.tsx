@@ -20,30 +20,34 @@ function cellClass({ num, className }: { num?: boolean; className?: string }): s
 /**
  * A list as the console's pages show it: one row per item, keyed by its id, whose first column is the row's header,
  * and an optional last column of buttons (`actions`) whose header says "Actions" to screen readers only. The table
- * is named by a caption that only screen readers see.
+ * is named by a caption that only screen readers see, or by a heading on the page (`labelledBy`, its id).
  *
- * Nothing is shown before the rows are loaded (the page shows Loading); with no rows, `empty` is shown instead.
+ * Nothing is shown before the rows are loaded (the page shows Loading); with no rows, `empty` is shown instead (or
+ * nothing, where the page says it itself).
  */
 export function DataTable<T extends { readonly id: string }>({
   caption,
+  labelledBy,
   rows,
   columns,
   actions,
+  rowAttributes,
   empty,
-}: {
-  caption: string;
+}: ({ caption: string; labelledBy?: never } | { labelledBy: string; caption?: never }) & {
   rows: readonly T[] | undefined;
   columns: readonly [Column<T>, ...Column<T>[]];
   actions?: (row: T) => ReactNode;
-  empty: ReactNode;
+  /** data-* attributes of a row (tests and scripts find rows by them). */
+  rowAttributes?: (row: T) => Record<`data-${string}`, string>;
+  empty?: ReactNode;
 }) {
   if (!rows) return null;
-  if (rows.length === 0) return <Empty>{empty}</Empty>;
+  if (rows.length === 0) return empty === undefined ? null : <Empty>{empty}</Empty>;
   const [first, ...rest] = columns;
   return (
     <div className="table-wrap">
-      <table className="table">
-        <caption className="visually-hidden">{caption}</caption>
+      <table className="table" aria-labelledby={labelledBy}>
+        {caption ? <caption className="visually-hidden">{caption}</caption> : null}
         <thead>
           <tr>
             {columns.map((c) => (
@@ -60,7 +64,7 @@ export function DataTable<T extends { readonly id: string }>({
         </thead>
         <tbody>
           {rows.map((row) => (
-            <tr key={row.id}>
+            <tr key={row.id} {...rowAttributes?.(row)}>
               <th scope="row" className={cellClass(first)}>
                 {first.cell(row)}
               </th>

@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { DataTable } from '../../components/table.tsx';
 import { Badge, Empty, ErrorBanner, Loading, Notice } from '../../components/ui.tsx';
 import { dateTime, json, ms } from '../../format.ts';
 import { useAction, usePoll } from '../../hooks.ts';
@@ -103,77 +104,68 @@ export function Jobs({
       {loading ? <Loading what="jobs" /> : null}
       {jobs && jobs.length === 0 ? <Empty>No jobs yet. Run one from the Run tab.</Empty> : null}
       {selected ? <JobDetail endpointId={endpointId} jobId={selected} onClose={() => setSelected(null)} /> : null}
-      {jobs && jobs.length > 0 ? (
-        <div className="table-wrap">
-          <table className="table" aria-labelledby="jobs-title">
-            <thead>
-              <tr>
-                <th scope="col">Job</th>
-                <th scope="col">Status</th>
-                <th scope="col">Submitted</th>
-                <th scope="col" className="num">
-                  Delay
-                </th>
-                <th scope="col" className="num">
-                  Execution
-                </th>
-                <th scope="col">Worker</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {jobs.map((j) => (
-                <tr key={j.id} data-job-id={j.id}>
-                  <th scope="row">
-                    <button
-                      type="button"
-                      className="link mono"
-                      aria-pressed={selected === j.id}
-                      onClick={() => setSelected(selected === j.id ? null : j.id)}
-                      title="Show output"
-                    >
-                      {j.id}
-                    </button>
-                    {j.error ? <div className="field-error small">{errorText(j.error)}</div> : null}
-                  </th>
-                  <td>
-                    <Badge value={j.status} />
-                    {j.retries > 0 ? <span className="muted small"> ×{j.retries + 1}</span> : null}
-                  </td>
-                  <td>{dateTime(j.createdAt)}</td>
-                  <td className="num">{ms(j.delayTime)}</td>
-                  <td className="num">{ms(j.executionTime)}</td>
-                  <td className="mono small">{j.workerId ?? '—'}</td>
-                  <td className="actions">
-                    {j.status === 'IN_QUEUE' || j.status === 'IN_PROGRESS' ? (
-                      <button
-                        type="button"
-                        className="button-small"
-                        disabled={act.pending}
-                        onClick={() => void act.run('cancel', j.id)}
-                      >
-                        Cancel<span className="visually-hidden"> job {j.id}</span>
-                      </button>
-                    ) : null}
-                    {j.status === 'FAILED' || j.status === 'TIMED_OUT' ? (
-                      <button
-                        type="button"
-                        className="button-small"
-                        disabled={act.pending}
-                        onClick={() => void act.run('retry', j.id)}
-                      >
-                        Retry<span className="visually-hidden"> job {j.id}</span>
-                      </button>
-                    ) : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
+      {/* No empty message of its own: "No jobs yet" stands above the open job, the table below it. */}
+      <DataTable
+        labelledBy="jobs-title"
+        rows={jobs}
+        rowAttributes={(j) => ({ 'data-job-id': j.id })}
+        columns={[
+          {
+            header: 'Job',
+            cell: (j) => (
+              <>
+                <button
+                  type="button"
+                  className="link mono"
+                  aria-pressed={selected === j.id}
+                  onClick={() => setSelected(selected === j.id ? null : j.id)}
+                  title="Show output"
+                >
+                  {j.id}
+                </button>
+                {j.error ? <div className="field-error small">{errorText(j.error)}</div> : null}
+              </>
+            ),
+          },
+          {
+            header: 'Status',
+            cell: (j) => (
+              <>
+                <Badge value={j.status} />
+                {j.retries > 0 ? <span className="muted small"> ×{j.retries + 1}</span> : null}
+              </>
+            ),
+          },
+          { header: 'Submitted', cell: (j) => dateTime(j.createdAt) },
+          { header: 'Delay', num: true, cell: (j) => ms(j.delayTime) },
+          { header: 'Execution', num: true, cell: (j) => ms(j.executionTime) },
+          { header: 'Worker', className: 'mono small', cell: (j) => j.workerId ?? '—' },
+        ]}
+        actions={(j) => (
+          <>
+            {j.status === 'IN_QUEUE' || j.status === 'IN_PROGRESS' ? (
+              <button
+                type="button"
+                className="button-small"
+                disabled={act.pending}
+                onClick={() => void act.run('cancel', j.id)}
+              >
+                Cancel<span className="visually-hidden"> job {j.id}</span>
+              </button>
+            ) : null}
+            {j.status === 'FAILED' || j.status === 'TIMED_OUT' ? (
+              <button
+                type="button"
+                className="button-small"
+                disabled={act.pending}
+                onClick={() => void act.run('retry', j.id)}
+              >
+                Retry<span className="visually-hidden"> job {j.id}</span>
+              </button>
+            ) : null}
+          </>
+        )}
+      />
     </section>
   );
 }

@@ -1,5 +1,6 @@
 import { LineChart, type Series } from '../../components/charts.tsx';
-import { Badge, Empty, Stat } from '../../components/ui.tsx';
+import { DataTable } from '../../components/table.tsx';
+import { Badge, Stat } from '../../components/ui.tsx';
 import { ago, ms, type JobStats } from '../../format.ts';
 import type { EndpointView, Health } from '../../types.ts';
 import { endpointStatus, WorkerCounts } from '../Endpoints.tsx';
@@ -94,42 +95,20 @@ export function Overview({
       </section>
       <section aria-labelledby="workers-title">
         <h2 id="workers-title">Workers</h2>
-        {workers.length === 0 ? (
-          <Empty>No workers right now. They start when jobs arrive (or when minimum workers is above 0).</Empty>
-        ) : (
-          <div className="table-wrap">
-            <table className="table" aria-labelledby="workers-title">
-              <thead>
-                <tr>
-                  <th scope="col">Worker</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Reason</th>
-                  <th scope="col">Started</th>
-                  <th scope="col">Last change</th>
-                  <th scope="col" className="num">
-                    $/h
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {workers.map((w) => (
-                  <tr key={w.id} data-worker-id={w.id} data-state={w.workerState}>
-                    <th scope="row" className="mono">
-                      {w.id}
-                    </th>
-                    <td>
-                      <Badge value={w.workerState} />
-                    </td>
-                    <td>{w.workerStateReason ?? <span className="muted">—</span>}</td>
-                    <td>{ago(w.lastStartedAt, now)}</td>
-                    <td>{ago(w.lastStatusChange, now)}</td>
-                    <td className="num">{w.costPerHr.toFixed(3)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
+        <DataTable
+          labelledBy="workers-title"
+          rows={workers}
+          empty="No workers right now. They start when jobs arrive (or when minimum workers is above 0)."
+          rowAttributes={(w) => ({ 'data-worker-id': w.id, 'data-state': w.workerState })}
+          columns={[
+            { header: 'Worker', className: 'mono', cell: (w) => w.id },
+            { header: 'State', cell: (w) => <Badge value={w.workerState} /> },
+            { header: 'Reason', cell: (w) => w.workerStateReason ?? <span className="muted">—</span> },
+            { header: 'Started', cell: (w) => ago(w.lastStartedAt, now) },
+            { header: 'Last change', cell: (w) => ago(w.lastStatusChange, now) },
+            { header: '$/h', num: true, cell: (w) => w.costPerHr.toFixed(3) },
+          ]}
+        />
       </section>
     </>
   );
