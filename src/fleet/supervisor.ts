@@ -361,10 +361,13 @@ export class Supervisor {
     const byId = new Map(records.map((r) => [r.id, r]));
     const views: WorkerView[] = [];
     for (const m of mine) {
-      const record = byId.get(m.id);
+      let record = byId.get(m.id);
       const running = load[m.id] ?? 0;
       await this.observe(m, record, running, now);
       if (m.stopping) continue;
+      if (record?.retired && refusal === null && m.version === endpoint.version && retiredForPlacement(record)) {
+        record = await this.reinstate(m, record, now);
+      }
       if (record?.retired && running === 0) {
         this.stopSoon(m, record.reason ?? 'retired');
         continue;
@@ -409,6 +412,15 @@ export class Supervisor {
   private async retireMisplaced(m: Managed, refusal: string, now: number): Promise<void> {
     const reason = `${neverPlaceable(refusal)}; finishing its jobs`.slice(0, 500);
     await this.d.store.markWorker(m.id, now, { retired: true, reason });
+  }
+
+  /**
+   * A worker retired by retireMisplaced whose endpoint allows this node again (the limits were changed back while
+   * it finished its jobs) serves again: a restart would cost a cold start (a model load) for nothing.
+   */
+  private async reinstate(m: Managed, record: WorkerRecord, now: number): Promise<WorkerRecord> {
+    await this.d.store.markWorker(m.id, now, { retired: false, reason: null });
+    return { ...record, retired: false, retiredAt: null, reason: null };
   }
 
   /** The most serving workers the endpoint has had since its version last changed, this pass's included. */
@@ -911,8 +923,12 @@ function standbyUnwanted(e: Endpoint): string | null {
 
 /** The reason a worker is retired (a standby stopped) with when its endpoint's placement limits forbid this node. */
 function neverPlaceable(refusal: string | null): string | null {
-  return refusal === null ? null : `never-placeable: ${refusal}`;
+  return refusal === null ? null : `${NEVER_PLACEABLE}${refusal}`;
 }
+const NEVER_PLACEABLE = 'never-placeable: ';
+
+/** Retired by retireMisplaced, for placement alone (not asked to be recycled, not outdated). */
+const retiredForPlacement = (record: WorkerRecord): boolean => record.reason?.startsWith(NEVER_PLACEABLE) === true;
 
 /** What a worker of the endpoint needs from this node; a CPU worker no GPU, but its data centers still apply. */
 function gpuRequest(e: Endpoint): GpuRequest {

@@ -218,6 +218,41 @@ describe.each(pgDown === null ? ['sqlite', 'postgres'] : ['sqlite'])(
       }
     });
 
+    it('limits changed back while the retired worker still runs its job: the worker is taken back, not replaced', async () => {
+      const t = await startNode(GPU_NODE);
+      try {
+        const ep = await t.endpoint({ ...A40, dataCenterIds: ['EU-RO-1'], idleTimeout: 60 });
+        const id = await t.run(ep, { sleepMs: 3000 });
+        const worker = (await t.untilRunning(ep, id)).workerId as string;
+        const pids = t.pids();
+
+        expect((await t.api('PATCH', `/v1/endpoints/${ep}`, { dataCenterIds: ['US-TX-3'] })).status).toBe(200);
+        await waitUntil(
+          async () => (await t.workers(ep)).some((w) => w.id === worker && w.desiredStatus === 'EXITED'),
+          5_000,
+          () => `worker ${worker} retired`,
+        );
+        expect((await t.api('PATCH', `/v1/endpoints/${ep}`, { dataCenterIds: ['EU-RO-1'] })).status).toBe(200);
+        await waitUntil(
+          async () => (await t.workers(ep)).some((w) => w.id === worker && w.desiredStatus === 'RUNNING'),
+          5_000,
+          () => `worker ${worker} taken back`,
+        );
+        expect((await t.status(ep, id)).status).toBe('IN_PROGRESS');
+
+        // The job in flight completes, and the same process takes the next one.
+        expect(await t.waitJob(ep, id)).toMatchObject({ status: 'COMPLETED', workerId: worker });
+        const next = await t.waitJob(ep, await t.run(ep, { n: 2 }));
+        expect(next).toMatchObject({ status: 'COMPLETED', workerId: worker });
+        expect(t.pids()).toEqual(pids);
+        expect((await t.workers(ep)).map((w) => [w.id, w.desiredStatus, w.workerStateReason ?? null])).toEqual([
+          [worker, 'RUNNING', null],
+        ]);
+      } finally {
+        await closeFleet(t);
+      }
+    });
+
     it('limits that still allow this node (one more CUDA version, a lower minimum, one more data center) keep the same worker', async () => {
       const t = await startNode(GPU_NODE);
       try {
