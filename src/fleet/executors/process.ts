@@ -355,8 +355,10 @@ function signalEscaped(workerId: string, pgid: number, signal: NodeJS.Signals): 
 }
 
 /**
- * Live processes (not zombies, never this one) whose environment carries `marker`, with their start times; `where`
- * filters on /proc/<pid>/stat first, so the environments of the others are not read.
+ * Live processes (not zombies, never this one) whose environment carries `marker`, with their start times. Only
+ * this server's user's processes are looked at (workers run as that user): a server running as root does not read
+ * the environments of other users' processes. `where` filters on /proc/<pid>/stat first, so the environments of the
+ * others are not read either.
  */
 function markedProcesses(marker: string, where: (pid: number, stat: ProcStat) => boolean): Array<[number, string]> {
   let entries: string[];
@@ -369,12 +371,23 @@ function markedProcesses(marker: string, where: (pid: number, stat: ProcStat) =>
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
     const pid = Number(entry);
-    if (pid === process.pid) continue;
+    if (pid === process.pid || ownerOf(pid) !== SERVER_UID) continue;
     const stat = procStat(pid);
     if (stat === null || stat.state === 'Z' || !where(pid, stat)) continue;
     if (procEnviron(pid).includes(marker)) found.push([pid, stat.startTicks]);
   }
   return found;
+}
+
+const SERVER_UID = process.getuid?.() ?? -1;
+
+/** The user a process runs as (the owner of its /proc directory); null when it is gone. */
+function ownerOf(pid: number): number | null {
+  try {
+    return statSync(`/proc/${pid}`).uid;
+  } catch {
+    return null;
+  }
 }
 
 interface ProcStat {
