@@ -199,6 +199,7 @@ export class Supervisor {
     this.unsubscribeSecretsNoneLacks();
   }
 
+  /** The endpoint no longer waits for a secret (it failed otherwise, changed, or is gone). */
   private stopWaitingForSecret(endpointId: string): void {
     this.lackingSecret.delete(endpointId);
     this.unsubscribeSecretsNoneLacks();

@@ -305,9 +305,10 @@ export class ProcessExecutor implements Executor {
 }
 
 /**
- * The live processes of a recorded group that are provably ours. A process proves it once, by the worker's marker in
- * its environment; after that it is followed by pid and start time, because a dying process loses its environment
- * (its memory is released) while it still closes files and holds what it held, before it becomes a zombie.
+ * The live processes of a recorded worker that are provably ours: its group, and descendants that left the group. A
+ * process proves it once, by the worker's marker in its environment; after that it is followed by pid and start
+ * time, because a dying process loses its environment (its memory is released) while it still closes files and holds
+ * what it held, before it becomes a zombie.
  */
 class OrphanMembers {
   private readonly known = new Map<number, string>(); // pid → start ticks
