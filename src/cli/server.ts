@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Config } from '../config/index.ts';
+import { ConfigError, type Config } from '../config/index.ts';
 import {
   Accounts,
   Billing,
@@ -12,6 +12,7 @@ import {
   RegistryAuths,
   Resources,
   SecretBox,
+  SecretKeyMismatchError,
   Sweeper,
   topics,
   UserSecrets,
@@ -111,7 +112,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     });
   } catch (error) {
     await store.close();
-    throw error;
+    // A setting to fix, refused like the others (`wharf serve` prints it and exits 2).
+    throw error instanceof SecretKeyMismatchError ? new ConfigError([error.message]) : error;
   }
   const engine = new JobEngine(store, bus, clock, secrets, {
     nodeId: config.nodeId,

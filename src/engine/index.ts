@@ -21,6 +21,7 @@ export { RegistryAuths, type RegistryAuthView, type RegistryCredentials } from '
 export { UserSecrets, MissingSecretsError, type SecretInput, type SecretView } from './user-secrets.ts';
 export {
   SecretBox,
+  SecretKeyMismatchError,
   SecretUnreadableError,
   checkSecretKey,
   decodeSecretKey,

@@ -85,6 +85,14 @@ export class SecretBox {
   }
 }
 
+/** The server's secret key is not the one the store's secrets were sealed with (checkSecretKey): a setting to fix. */
+export class SecretKeyMismatchError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SecretKeyMismatchError';
+  }
+}
+
 const KEY_CHECK = 'secret-key-check';
 const KEY_CHECK_TEXT = 'the key Wharf seals secrets with';
 
@@ -111,7 +119,7 @@ export async function checkSecretKey(
     if (!(error instanceof SecretUnreadableError)) throw error;
   }
   if (opts.acceptNew) return store.putSetting(KEY_CHECK, mine);
-  throw new Error(
+  throw new SecretKeyMismatchError(
     `the secret key (${opts.keySource}) is not the one the secrets in this store were sealed with: start with that ` +
       "key (--secret-key / WHARF_SECRET_KEY, the same on every node), or restore the data directory's secret.key; " +
       'if it is lost for good, start once with --accept-new-secret-key (what it sealed stays unreadable until recreated)',

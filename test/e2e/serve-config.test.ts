@@ -24,9 +24,12 @@ interface Served {
   dataDir: string;
 }
 
-/** `wharf serve` with a data directory that does not exist yet, until it exits or says it listens. */
-async function serve(args: string[], env: Record<string, string> = {}): Promise<Served> {
-  const dataDir = join(mkdtempSync(join(tmpdir(), 'wharf-serve-config-')), 'data');
+/** `wharf serve` with a data directory that does not exist yet (or `dataDir`), until it exits or says it listens. */
+async function serve(
+  args: string[],
+  env: Record<string, string> = {},
+  dataDir = join(mkdtempSync(join(tmpdir(), 'wharf-serve-config-')), 'data'),
+): Promise<Served> {
   const p = spawnProc(['src/cli/main.ts', 'serve', '--data-dir', dataDir, '--port', '0', ...args], {
     PATH: process.env['PATH'],
     HOME: dataDir,
@@ -130,6 +133,23 @@ describe('wharf serve refuses before writing anything', () => {
     expectRefused(overrides, /--rate-limit-overrides \/ WHARF_RATE_LIMIT_OVERRIDES: rate limit override "run=lots"/);
     // Every problem at once, as loadConfig reports its own.
     expectRefused(all, /gpus[^\n]+\n {2}- --secret-key[^\n]+\n {2}- --rate-limit-overrides[^\n]+"bogus=5"/);
+  });
+
+  it("a --secret-key other than the one the data directory's secrets were sealed with", async () => {
+    const first = await serve(['--executor', 'none']);
+    expect(first.started, first.output).toBe(true);
+    const other = await serve(
+      ['--executor', 'none', '--secret-key', Buffer.alloc(32, 9).toString('base64')],
+      {},
+      first.dataDir,
+    );
+    expect(other.started, other.output).toBe(false);
+    expect(other.code, other.output).toBe(2);
+    expect(other.output).toMatch(
+      /^wharf: Invalid configuration:\n {2}- the secret key \(--secret-key \/ WHARF_SECRET_KEY\) is not the one/,
+    );
+    expect(other.output).toMatch(/--accept-new-secret-key/);
+    expect(other.output).not.toMatch(/\n\s+at /);
   });
 
   it('a busy port: one line, exit 1, nothing written', async () => {
