@@ -193,7 +193,9 @@ export class WorkerGateway implements TakeHandOff {
     try {
       for (let look = 0; ; look++) {
         // A retired worker (it asked to be recycled) gets nothing, but is held for the full poll so it cannot spin.
-        const current = worker.retired || look === 0 ? worker : ((await this.store.getWorker(worker.id)) ?? worker);
+        // Read again at every look after the first: a worker may be retired, or taken back (Supervisor.reinstate,
+        // which wakes the endpoint's waiting takes), while its poll waits.
+        const current = look === 0 ? worker : ((await this.store.getWorker(worker.id)) ?? worker);
         // Renewed at every look at the queue, not only when the poll began: a poll may outlive the lease, and a job
         // must not go to a worker whose lease the sweeper already gave up on.
         await this.touch(current);

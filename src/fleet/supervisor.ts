@@ -421,6 +421,8 @@ export class Supervisor {
    */
   private async reinstate(m: Managed, record: WorkerRecord, now: number): Promise<WorkerRecord> {
     await this.d.store.markWorker(m.id, now, { retired: false, reason: null });
+    // Its take, if one waits, looked at the worker while it was retired: woken, it reads it again and takes jobs.
+    this.d.engine.bus.publish(topics.queue(m.endpointId));
     return { ...record, retired: false, retiredAt: null, reason: null };
   }
 

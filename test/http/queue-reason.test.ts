@@ -3,11 +3,13 @@
 // (data centers, CUDA versions) changed while workers run also retire them, on both stores.
 
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { closeFleet, isAlive, sleep, startFleet, waitUntil, type Fleet } from '../helpers/fleet.ts';
 import { dropSchemas, newSchema, pgUnavailable, schemaUrl } from '../helpers/postgres.ts';
+import { ROOT } from '../helpers/processes.ts';
 import { createEndpoint, startTestServer } from '../helpers/server.ts';
 
 let fleet: Fleet;
@@ -248,6 +250,39 @@ describe.each(pgDown === null ? ['sqlite', 'postgres'] : ['sqlite'])(
         expect((await t.workers(ep)).map((w) => [w.id, w.desiredStatus, w.workerStateReason ?? null])).toEqual([
           [worker, 'RUNNING', null],
         ]);
+      } finally {
+        await closeFleet(t);
+      }
+    });
+
+    it('a worker taken back while it polls for a second job takes the next job at once, not when its poll ends', async () => {
+      // Polls last 15 s here: a poll that saw the worker retired must not hold the next job that long once it is back.
+      const t = await startNode({ ...GPU_NODE, takeWaitMs: 15_000 });
+      try {
+        const ep = await t.endpoint(
+          { ...A40, dataCenterIds: ['EU-RO-1'], idleTimeout: 60 },
+          { imageName: `file://${join(ROOT, 'test/fixtures/two-slot-worker')}`, dockerStartCmd: ['node', 'worker.ts'] },
+        );
+        const first = await t.run(ep, { sleepMs: 8000 });
+        const worker = (await t.untilRunning(ep, first)).workerId as string;
+        const desired = async (): Promise<string | undefined> =>
+          (await t.workers(ep)).find((w) => w.id === worker)?.desiredStatus;
+        expect((await t.api('PATCH', `/v1/endpoints/${ep}`, { dataCenterIds: ['US-TX-3'] })).status).toBe(200);
+        await waitUntil(
+          async () => (await desired()) === 'EXITED',
+          5_000,
+          () => `worker ${worker} retired`,
+        );
+        // A job sent meanwhile wakes the worker's waiting poll, which finds the worker retired and takes nothing.
+        const second = await t.run(ep, { sleepMs: 0 });
+        await reasonIn(t, ep, second, 'never-placeable');
+
+        const back = Date.now();
+        expect((await t.api('PATCH', `/v1/endpoints/${ep}`, { dataCenterIds: ['EU-RO-1'] })).status).toBe(200);
+        expect(await t.waitJob(ep, second, 20_000)).toMatchObject({ status: 'COMPLETED', workerId: worker });
+        expect(Date.now() - back).toBeLessThan(3_000);
+        // In the worker's second slot, while the first job still runs.
+        expect((await t.status(ep, first)).status).toBe('IN_PROGRESS');
       } finally {
         await closeFleet(t);
       }
