@@ -63,15 +63,7 @@ it('backs off a worker that exits at once, reports the crash loop with its error
   const started = Date.now();
   const id = await t.run(ep, { n: 1 });
 
-  let h: any;
-  await waitUntil(
-    async () => {
-      h = await t.health(ep);
-      return h.scaling?.reason === 'crash-loop';
-    },
-    15_000,
-    () => JSON.stringify(h),
-  );
+  let h = await t.untilScaling(ep, 'crash-loop');
   const crashLoopAfterMs = Date.now() - started;
   expect(h.scaling.message).toContain('boom: missing model');
   expect(h.scaling.message).toContain('exited with code 1');

@@ -126,15 +126,7 @@ it('a rollout to a template that cannot start keeps the old worker serving; the 
     dockerStartCmd: ['node', '-e', 'console.error("boom: bad release"); process.exit(1)'],
   });
   expect(broken.status).toBe(200);
-  let h: any;
-  await waitUntil(
-    async () => {
-      h = await t!.health(ep);
-      return h.scaling?.reason === 'crash-loop';
-    },
-    15_000,
-    () => JSON.stringify(h),
-  );
+  const h = await t.untilScaling(ep, 'crash-loop');
   expect(h.scaling.message).toContain('boom: bad release');
   // Before surge-first updates, the old worker was stopped as soon as its replacement could start: no worker at all.
   expect(isAlive(oldPid!)).toBe(true);

@@ -124,15 +124,7 @@ describe.each(stores)('%s store', (store) => {
     expect(JSON.stringify(await t.workers(ep))).not.toContain('bobs-value');
 
     // The endpoint's health says it too; repeated failures are a crash loop under the usual backoff (1 s, 2 s, 4 s).
-    let h: any;
-    await waitUntil(
-      async () => {
-        h = await t.health(ep);
-        return h.scaling?.reason === 'crash-loop';
-      },
-      15_000,
-      () => JSON.stringify(h),
-    );
+    const h = await t.untilScaling(ep, 'crash-loop');
     expect(Date.now() - started).toBeGreaterThanOrEqual(2500);
     expect(h.scaling.message).toContain('secret "hf_missing"');
     expect(h.jobs).toMatchObject({ inQueue: 1, inProgress: 0, completed: 0 });

@@ -44,6 +44,8 @@ export interface Fleet extends TestServer {
   waitJob(ep: string, id: string, ms?: number): Promise<any>;
   /** Poll /status until a worker runs the job (IN_PROGRESS); returns that status body. */
   untilRunning(ep: string, id: string, ms?: number): Promise<any>;
+  /** Poll /health until the endpoint's scaling reason is `reason`; returns that health body. */
+  untilScaling(ep: string, reason: string, ms?: number): Promise<any>;
   /** Pids of the worker processes the executor currently runs (its pid files). */
   pids(): number[];
 }
@@ -104,6 +106,18 @@ export async function startFleet(overrides: Record<string, unknown> = {}): Promi
         },
         ms,
         () => `job ${id} to start; still ${JSON.stringify(last)}`,
+      );
+      return last;
+    },
+    async untilScaling(ep, reason, ms = 15_000) {
+      let last: any;
+      await waitUntil(
+        async () => {
+          last = await fleet.health(ep);
+          return last.scaling?.reason === reason;
+        },
+        ms,
+        () => JSON.stringify(last),
       );
       return last;
     },
