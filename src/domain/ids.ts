@@ -19,10 +19,10 @@ export const newTemplateId = (): string => alnumId(10);
 export const newNetworkVolumeId = (): string => alnumId(10);
 export const newWorkerId = (): string => alnumId(14);
 export const newUserId = (): string => `user_${alnumId(20)}`;
-/** cuid-like: 25 characters starting with a letter. */
-export const newRegistryAuthId = (): string => `c${alnumId(24)}`;
-/** cuid-like, as registry auth ids. */
-export const newSecretId = (): string => `c${alnumId(24)}`;
+/** cuid-like: 25 characters starting with a letter (storage.ts CUID_LIKE_ID), as the hosted service's. */
+const cuidLikeId = (): string => `c${alnumId(24)}`;
+export const newRegistryAuthId = cuidLikeId;
+export const newSecretId = cuidLikeId;
 
 /** Job ids: UUID v4 plus the node suffix (`-e1`), `sync-` prefixed for /runsync. URL-safe by construction. */
 export function newJobId(nodeSuffix: string, sync: boolean): string {

@@ -45,8 +45,13 @@ export interface RegistryAuthRecord {
   createdAt: number;
 }
 
-/** The shape of registry auth ids, so that a malformed id is a 400 and a well-formed unknown one a 404. */
-export const REGISTRY_AUTH_ID_PATTERN = /^c[a-z0-9]{24}$/;
+/**
+ * The shape of cuid-like ids (ids.ts: registry auths, secrets), so that a malformed id is a 400 and a well-formed
+ * unknown one a 404.
+ */
+const CUID_LIKE_ID = /^c[a-z0-9]{24}$/;
+
+export const REGISTRY_AUTH_ID_PATTERN = CUID_LIKE_ID;
 
 /**
  * A user's secret as stored (RunPod "Secrets"): the value is sealed (AES-256-GCM, engine/user-secrets.ts), bound to the
@@ -68,8 +73,7 @@ export interface SecretRecord {
 /** Letters, digits, `_` and `-`: a name fits in `{{ RUNPOD_SECRET_<name> }}` and in an env variable's name. */
 export const SECRET_NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
 
-/** The shape of secret ids, so that a malformed id is a 400 and a well-formed unknown one a 404. */
-export const SECRET_ID_PATTERN = /^c[a-z0-9]{24}$/;
+export const SECRET_ID_PATTERN = CUID_LIKE_ID;
 
 /** A user's discount on serverless usage (GraphQL `myself.serverlessDiscount`). */
 export interface ServerlessDiscount {
