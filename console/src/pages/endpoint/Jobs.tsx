@@ -6,6 +6,13 @@ import { useAction, usePoll } from '../../hooks.ts';
 import { useClient } from '../../session.tsx';
 import { isFinalStatus, type JobSummary } from '../../types.ts';
 
+/** What a job's row offers: cancel while it may still run, retry once it failed or timed out, else nothing. */
+function rowAction(j: JobSummary): 'cancel' | 'retry' | null {
+  if (j.status === 'IN_QUEUE' || j.status === 'IN_PROGRESS') return 'cancel';
+  if (j.status === 'FAILED' || j.status === 'TIMED_OUT') return 'retry';
+  return null;
+}
+
 function errorText(error: unknown): string {
   if (error === null || error === undefined) return '';
   if (typeof error === 'string') {
@@ -141,30 +148,20 @@ export function Jobs({
           { header: 'Execution', num: true, cell: (j) => ms(j.executionTime) },
           { header: 'Worker', className: 'mono small', cell: (j) => j.workerId ?? '—' },
         ]}
-        actions={(j) => (
-          <>
-            {j.status === 'IN_QUEUE' || j.status === 'IN_PROGRESS' ? (
-              <button
-                type="button"
-                className="button-small"
-                disabled={act.pending}
-                onClick={() => void act.run('cancel', j.id)}
-              >
-                Cancel<span className="visually-hidden"> job {j.id}</span>
-              </button>
-            ) : null}
-            {j.status === 'FAILED' || j.status === 'TIMED_OUT' ? (
-              <button
-                type="button"
-                className="button-small"
-                disabled={act.pending}
-                onClick={() => void act.run('retry', j.id)}
-              >
-                Retry<span className="visually-hidden"> job {j.id}</span>
-              </button>
-            ) : null}
-          </>
-        )}
+        actions={(j) => {
+          const kind = rowAction(j);
+          return kind ? (
+            <button
+              type="button"
+              className="button-small"
+              disabled={act.pending}
+              onClick={() => void act.run(kind, j.id)}
+            >
+              {kind === 'cancel' ? 'Cancel' : 'Retry'}
+              <span className="visually-hidden"> job {j.id}</span>
+            </button>
+          ) : null;
+        }}
       />
     </section>
   );
