@@ -29,6 +29,7 @@ import { StringDecoder } from 'node:string_decoder';
 
 import { DockerApiError, DockerClient, Demuxer, parseImageRef, type ImageInfo } from './docker-api.ts';
 import { LineSplitter } from './process.ts';
+import { safely, sleep, waitFor } from './waits.ts';
 import type { Executor, ExecutorHooks, RunningWorker, WorkerSpec } from './types.ts';
 
 export const LABEL_MANAGED = 'wharf.managed';
@@ -645,25 +646,5 @@ function safeReaddir(dir: string): string[] {
     return readdirSync(dir);
   } catch {
     return [];
-  }
-}
-
-function safely(fn: () => void): void {
-  try {
-    fn();
-  } catch {
-    // Hooks are the supervisor's code; a throw there must not break the executor's bookkeeping.
-  }
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((res) => setTimeout(res, ms));
-
-async function waitFor(p: Promise<void>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((res) => (timer = setTimeout(() => res(false), ms)));
-  try {
-    return await Promise.race([p.then(() => true as const), timeout]);
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -47,6 +47,7 @@ import {
   type PodExit,
 } from './kubernetes-manifests.ts';
 import { LineSplitter } from './process.ts';
+import { safely, waitFor } from './waits.ts';
 import type { Executor, ExecutorHooks, RunningWorker, WorkerSpec } from './types.ts';
 
 const IN_CLUSTER_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -501,22 +502,4 @@ function describe(e: unknown): string {
     }
   }
   return err.message ?? String(e);
-}
-
-function safely(fn: () => void): void {
-  try {
-    fn();
-  } catch {
-    // Hooks are the supervisor's code; a throw there must not break the executor's bookkeeping.
-  }
-}
-
-async function waitFor(p: Promise<void>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((res) => (timer = setTimeout(() => res(false), ms)));
-  try {
-    return await Promise.race([p.then(() => true as const), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -16,6 +16,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
+import { safely, sleep, waitFor } from './waits.ts';
 import type { Executor, ExecutorHooks, RunningWorker, WorkerSpec, ImageOwner } from './types.ts';
 
 /** Longest log line passed on; the rest of the line is dropped so one runaway print cannot flood the log store. */
@@ -454,27 +455,6 @@ function isDirectory(dir: string): boolean {
     return statSync(dir).isDirectory();
   } catch {
     return false;
-  }
-}
-
-function safely(fn: () => void): void {
-  try {
-    fn();
-  } catch {
-    // Hooks are the supervisor's code; a throw there must not break the executor's bookkeeping.
-  }
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((res) => setTimeout(res, ms));
-
-/** Whether `p` settled within `ms`; the timer is cleared either way so nothing is left pending. */
-async function waitFor(p: Promise<void>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((res) => (timer = setTimeout(() => res(false), ms)));
-  try {
-    return await Promise.race([p.then(() => true as const), timeout]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
