@@ -1,35 +1,8 @@
-import type { NetworkVolume, RegistryAuthRecord, SecretRecord, UsageRecord } from '../../domain/index.ts';
+import type { NetworkVolume, RegistryAuthRecord, SecretRecord } from '../../domain/index.ts';
 import type { ManagementStore } from '../types-volumes.ts';
 import type { Conn, Db } from './db.ts';
 import { docs } from './rows.ts';
-
-interface UsageRow {
-  worker_id: string;
-  user_id: string;
-  endpoint_id: string;
-  template_id: string;
-  image_name: string;
-  gpu_type_id: string | null;
-  gpu_count: number;
-  cpu_flavor_id: string | null;
-  data_center_id: string;
-  started_at: number;
-  ended_at: number | null;
-}
-
-const toUsage = (r: UsageRow): UsageRecord => ({
-  workerId: r.worker_id,
-  userId: r.user_id,
-  endpointId: r.endpoint_id,
-  templateId: r.template_id,
-  imageName: r.image_name,
-  gpuTypeId: r.gpu_type_id,
-  gpuCount: r.gpu_count,
-  cpuFlavorId: r.cpu_flavor_id,
-  dataCenterId: r.data_center_id,
-  startedAt: r.started_at,
-  endedAt: r.ended_at,
-});
+import { toUsage, type UsageRow } from '../rows.ts';
 
 async function openVolumeUsage(c: Conn, v: NetworkVolume, at: number): Promise<void> {
   await c.query('INSERT INTO volume_usage (volume_id, user_id, size_gb, started_at) VALUES ($1, $2, $3, $4)', [

@@ -1,47 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { isTerminal, type Job } from '../../domain/index.ts';
-import type { WebhookDelivery, WebhookDeliveryState, WebhookStore } from '../types-webhooks.ts';
+import { toAttempt, toDelivery, type AttemptRow, type DeliveryRow } from '../rows.ts';
+import type { WebhookStore } from '../types-webhooks.ts';
 import type { Conn, Db } from './db.ts';
 
-interface DeliveryRow {
-  seq: number;
-  id: string;
-  job_id: string;
-  endpoint_id: string;
-  user_id: string | null;
-  url: string;
-  job: string;
-  state: string;
-  attempts: number;
-  next_attempt_at: number | null;
-  created_at: number;
-  finished_at: number | null;
-}
-
-interface AttemptRow {
-  delivery_id: string;
-  attempt: number;
-  at: number;
-  duration_ms: number;
-  status_code: number | null;
-  error: string | null;
-}
-
-function toDelivery(r: DeliveryRow): WebhookDelivery {
-  return {
-    id: r.id,
-    jobId: r.job_id,
-    endpointId: r.endpoint_id,
-    userId: r.user_id,
-    url: r.url,
-    job: JSON.parse(r.job) as Job,
-    state: r.state as WebhookDeliveryState,
-    attempts: r.attempts,
-    nextAttemptAt: r.next_attempt_at,
-    createdAt: r.created_at,
-    finishedAt: r.finished_at,
-  };
-}
+/** pg's rows also carry the insertion order (`seq`), and attempts the delivery they belong to. */
+type PgDeliveryRow = DeliveryRow & { seq: number };
+type PgAttemptRow = AttemptRow & { delivery_id: string };
 
 /**
  * Called inside the transaction of a final transition (contract in types-webhooks.ts), so a finished job and its
@@ -68,7 +33,7 @@ export function webhookVerbs(db: Db): WebhookVerbs {
   return {
     async claimWebhookDeliveries(now, limit, leaseMs) {
       // SKIP LOCKED: two nodes claiming at once split the due deliveries instead of waiting on each other.
-      const rows = await db.query<DeliveryRow>(
+      const rows = await db.query<PgDeliveryRow>(
         `WITH due AS (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $1
                       ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
          UPDATE webhook_deliveries d SET next_attempt_at = $3 FROM due WHERE d.id = due.id RETURNING d.*`,
@@ -110,26 +75,18 @@ export function webhookVerbs(db: Db): WebhookVerbs {
     },
 
     async listWebhookDeliveries(endpointId, jobId) {
-      const rows = await db.query<DeliveryRow>(
+      const rows = await db.query<PgDeliveryRow>(
         'SELECT * FROM webhook_deliveries WHERE job_id = $1 AND endpoint_id = $2 ORDER BY created_at, seq',
         [jobId, endpointId],
       );
       if (rows.length === 0) return [];
-      const attempts = await db.query<AttemptRow>(
+      const attempts = await db.query<PgAttemptRow>(
         'SELECT * FROM webhook_attempts WHERE delivery_id = ANY($1) ORDER BY delivery_id, attempt',
         [rows.map((r) => r.id)],
       );
       return rows.map((r) => ({
         ...toDelivery(r),
-        attemptLog: attempts
-          .filter((a) => a.delivery_id === r.id)
-          .map((a) => ({
-            attempt: a.attempt,
-            at: a.at,
-            durationMs: a.duration_ms,
-            statusCode: a.status_code,
-            error: a.error,
-          })),
+        attemptLog: attempts.filter((a) => a.delivery_id === r.id).map(toAttempt),
       }));
     },
 

@@ -1,27 +1,13 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { JobStatus } from '../../domain/index.ts';
 import type { JobListCursor, JobSummary, SchemaVersion } from '../types-requests.ts';
+import { SUMMARY_COLUMNS, toSummary, type SummaryRow } from '../rows.ts';
 import { MIGRATIONS, schemaVersion } from './migrations.ts';
 import { statementCache } from './statements.ts';
 
-interface SummaryRow {
-  id: string;
-  status: string;
-  created_at: number;
-  queued_at: number;
-  started_at: number | null;
-  completed_at: number | null;
-  worker_id: string | null;
-  error: string | null;
-  retries: number;
-}
-
-const COLUMNS = 'id, status, created_at, queued_at, started_at, completed_at, worker_id, error, retries';
-
 /** The newest jobs of an endpoint first (exported for the test that checks their query plans). */
-export const LIST_JOBS_SQL = `SELECT ${COLUMNS} FROM jobs WHERE endpoint_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`;
+export const LIST_JOBS_SQL = `SELECT ${SUMMARY_COLUMNS} FROM jobs WHERE endpoint_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`;
 /** The next page after a cursor. */
-export const LIST_JOBS_BEFORE_SQL = `SELECT ${COLUMNS} FROM jobs WHERE endpoint_id = ? AND (created_at, id) < (?, ?)
+export const LIST_JOBS_BEFORE_SQL = `SELECT ${SUMMARY_COLUMNS} FROM jobs WHERE endpoint_id = ? AND (created_at, id) < (?, ?)
   ORDER BY created_at DESC, id DESC LIMIT ?`;
 
 /** Observability reads (store/types-requests.ts). Plain reads: they never take the write lock. */
@@ -39,17 +25,7 @@ export class SqliteRequests {
     const rows = (before
       ? this.q(LIST_JOBS_BEFORE_SQL).all(endpointId, before.createdAt, before.id, limit)
       : this.q(LIST_JOBS_SQL).all(endpointId, limit)) as unknown as SummaryRow[];
-    return rows.map((r) => ({
-      id: r.id,
-      status: r.status as JobStatus,
-      createdAt: r.created_at,
-      queuedAt: r.queued_at,
-      startedAt: r.started_at,
-      completedAt: r.completed_at,
-      workerId: r.worker_id,
-      errorJson: r.error,
-      retries: r.retries,
-    }));
+    return rows.map(toSummary);
   }
 
   version(): SchemaVersion {

@@ -9,21 +9,8 @@ import type {
   VolumeUsage,
 } from '../../domain/index.ts';
 import type { UsageFilter } from '../types-volumes.ts';
+import { toUsage, type UsageRow } from '../rows.ts';
 import { statementCache } from './statements.ts';
-
-interface UsageRow {
-  worker_id: string;
-  user_id: string;
-  endpoint_id: string;
-  template_id: string;
-  image_name: string;
-  gpu_type_id: string | null;
-  gpu_count: number;
-  cpu_flavor_id: string | null;
-  data_center_id: string;
-  started_at: number;
-  ended_at: number | null;
-}
 
 /** Network volumes, registry auths, secrets, user settings and usage (store/types-volumes.ts). Called inside the write queue. */
 export class SqliteManagement {
@@ -226,18 +213,6 @@ export class SqliteManagement {
     const rows = this.db
       .prepare(`SELECT * FROM usage WHERE ${where.join(' AND ')} ORDER BY started_at, rowid`)
       .all(...params) as unknown as UsageRow[];
-    return rows.map((r) => ({
-      workerId: r.worker_id,
-      userId: r.user_id,
-      endpointId: r.endpoint_id,
-      templateId: r.template_id,
-      imageName: r.image_name,
-      gpuTypeId: r.gpu_type_id,
-      gpuCount: r.gpu_count,
-      cpuFlavorId: r.cpu_flavor_id,
-      dataCenterId: r.data_center_id,
-      startedAt: r.started_at,
-      endedAt: r.ended_at,
-    }));
+    return rows.map(toUsage);
   }
 }

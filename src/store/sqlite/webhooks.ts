@@ -1,46 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { isTerminal, type Job } from '../../domain/index.ts';
+import { toAttempt, toDelivery, type AttemptRow, type DeliveryRow } from '../rows.ts';
 import type { WebhookAttempt, WebhookDelivery, WebhookDeliveryLog, WebhookDeliveryState } from '../types-webhooks.ts';
 import { statementCache } from './statements.ts';
-
-interface DeliveryRow {
-  id: string;
-  job_id: string;
-  endpoint_id: string;
-  user_id: string | null;
-  url: string;
-  job: string;
-  state: string;
-  attempts: number;
-  next_attempt_at: number | null;
-  created_at: number;
-  finished_at: number | null;
-}
-
-interface AttemptRow {
-  attempt: number;
-  at: number;
-  duration_ms: number;
-  status_code: number | null;
-  error: string | null;
-}
-
-function toDelivery(r: DeliveryRow): WebhookDelivery {
-  return {
-    id: r.id,
-    jobId: r.job_id,
-    endpointId: r.endpoint_id,
-    userId: r.user_id,
-    url: r.url,
-    job: JSON.parse(r.job) as Job,
-    state: r.state as WebhookDeliveryState,
-    attempts: r.attempts,
-    nextAttemptAt: r.next_attempt_at,
-    createdAt: r.created_at,
-    finishedAt: r.finished_at,
-  };
-}
 
 /** Webhook deliveries (store/types-webhooks.ts). Writes run inside the write queue's transaction. */
 export class SqliteWebhooks {
@@ -127,13 +90,7 @@ export class SqliteWebhooks {
     );
     return rows.map((r) => ({
       ...toDelivery(r),
-      attemptLog: (attempts.all(r.id) as unknown as AttemptRow[]).map((a) => ({
-        attempt: a.attempt,
-        at: a.at,
-        durationMs: a.duration_ms,
-        statusCode: a.status_code,
-        error: a.error,
-      })),
+      attemptLog: (attempts.all(r.id) as unknown as AttemptRow[]).map(toAttempt),
     }));
   }
 
