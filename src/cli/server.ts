@@ -140,6 +140,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const billing = new Billing(store, checked.prices, clock);
   const logs = new LogBook();
   let supervisor: Supervisor | null = null;
+  // This node's GPUs, once the executor's inventory is built (below); GraphQL reports their availability.
+  let inventory: GpuInventory | null = null;
   // Multi-node: the leader's statuses, on every node (set below).
   let fleetShare: FleetStatusShare | null = null;
   const fleetStatus = (id: string) => fleetShare?.status(id) ?? supervisor?.status(id) ?? NO_FLEET_STATUS;
@@ -176,6 +178,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       dataCenterId: config.dataCenterId,
       logs,
       fleetStatus,
+      gpuStock: () => inventory && { dataCenterId: inventory.dataCenterId, types: inventory.stock() },
       metrics,
       webhookPrivateTargets: config.webhookPrivateTargets,
     },
@@ -245,7 +248,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
           'keep the interval a fraction of the lease',
       );
     }
-    const inventory = new GpuInventory(await gpuList(checked.gpus, (m) => app.log.warn(m)), {
+    inventory = new GpuInventory(await gpuList(checked.gpus, (m) => app.log.warn(m)), {
       dataCenterId: config.dataCenterId,
       cudaVersion: config.cudaVersion ?? (checked.gpus === 'auto' ? await discoverCudaVersion() : null),
       // The pods' node affinity on that label puts each worker in one of its endpoint's data centers.

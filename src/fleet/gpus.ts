@@ -215,6 +215,13 @@ export type GpuAllocation =
   | { ok: true; indices: string[]; gpuTypeId: string }
   | { ok: false; reason: 'no-capacity' | 'never-placeable'; message: string };
 
+/** The GPUs of one type on a node: how many, and how many no worker holds. */
+export interface GpuStock {
+  gpuTypeId: string;
+  total: number;
+  free: number;
+}
+
 interface Slot {
   gpu: Gpu;
   typeId: string;
@@ -263,6 +270,18 @@ export class GpuInventory {
 
   free(): number {
     return this.slots.filter((s) => s.workerId === null).length;
+  }
+
+  /** This node's GPUs by type, in machine order, and how many of each no worker holds (GraphQL's availability). */
+  stock(): GpuStock[] {
+    const byType = new Map<string, GpuStock>();
+    for (const slot of this.slots) {
+      const entry = byType.get(slot.typeId) ?? { gpuTypeId: slot.typeId, total: 0, free: 0 };
+      entry.total += 1;
+      if (slot.workerId === null) entry.free += 1;
+      byType.set(slot.typeId, entry);
+    }
+    return [...byType.values()];
   }
 
   /**

@@ -9,6 +9,7 @@ export {
   parseGpuIds,
   validateGpuIds,
   type Gpu,
+  type GpuStock,
 } from './gpus.ts';
 export { discoverCudaVersion, isCudaVersion } from './cuda.ts';
 export { LogBook, type LogLine, type LogQuery } from './logs.ts';

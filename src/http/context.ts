@@ -9,10 +9,15 @@ import type {
   Volumes,
   WorkerGateway,
 } from '../engine/index.ts';
-import type { FleetStatus, LogBook } from '../fleet/index.ts';
+import type { FleetStatus, GpuStock, LogBook } from '../fleet/index.ts';
 import type { WharfMetrics } from '../metrics/index.ts';
 import type { Store } from '../store/index.ts';
 import type { PrivateTargets } from '../webhooks/index.ts';
+
+export interface NodeGpuStock {
+  dataCenterId: string;
+  types: GpuStock[];
+}
 
 /** What the routes need; built once by the server (src/cli/serve.ts) or by tests. */
 export interface AppDeps {
@@ -30,6 +35,8 @@ export interface AppDeps {
   dataCenterId?: string;
   /** Why an endpoint's jobs wait (absent when no supervisor runs here). */
   fleetStatus?: (endpointId: string) => FleetStatus;
+  /** This node's GPUs and its data center (GraphQL's GPU availability); absent or null when it runs no executor. */
+  gpuStock?: () => NodeGpuStock | null;
   logs?: LogBook;
   /** Whose webhooks may go to private addresses (src/webhooks/targets.ts); absent = admins. */
   webhookPrivateTargets?: PrivateTargets;

@@ -161,6 +161,22 @@ describe('GpuInventory', () => {
       dataCenterId: 'EU-RO-1',
     });
 
+  it('stock: GPUs by type in machine order, and how many no worker holds', () => {
+    const inv = mixed();
+    const all = [
+      { gpuTypeId: 'NVIDIA RTX A4000', total: 2, free: 2 },
+      { gpuTypeId: 'NVIDIA GeForce RTX 4090', total: 2, free: 2 },
+      { gpuTypeId: 'NVIDIA A40', total: 1, free: 1 },
+    ];
+    expect(inv.stock()).toEqual(all);
+    inv.allocate('w1', { count: 1, acceptableTypes: ['NVIDIA GeForce RTX 4090'] });
+    inv.allocate('w2', { count: 1, acceptableTypes: ['NVIDIA A40'] });
+    expect(inv.stock().map((s) => s.free)).toEqual([2, 1, 0]);
+    inv.release('w1');
+    inv.release('w2');
+    expect(inv.stock()).toEqual(all);
+  });
+
   it('places CPU workers without GPUs, in the data centers they allow', () => {
     const inv = new GpuInventory([], { dataCenterId: 'EU-RO-1' });
     expect(inv.allocate('w1', { count: 0, acceptableTypes: ['NVIDIA A40'], dataCenterIds: ['EU-RO-1'] })).toEqual({

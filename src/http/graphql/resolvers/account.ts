@@ -39,7 +39,8 @@ export const accountResolvers: ResolverMap = {
   },
 
   NetworkVolume: {
-    dataCenter: (v: NetworkVolume) => dataCenterView(v.dataCenterId),
+    dataCenter: (v: NetworkVolume, _args: unknown, ctx: GqlContext) =>
+      dataCenterView(v.dataCenterId, ctx.deps.gpuStock?.()),
   },
 
   /** Only ever the caller's own credentials; the secret (`registryAuth`) is never readable. */

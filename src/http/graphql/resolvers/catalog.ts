@@ -1,9 +1,13 @@
 /**
- * Static catalogue queries: GPU types (with this server's price table), serverless GPU pools and data centers.
- * Ids are the exact strings of spec/rest-graphql-facts.md §1.2 and §2.3.
+ * Catalogue queries: GPU types (with this server's price table), serverless GPU pools and data centers. Ids are the
+ * exact strings of spec/rest-graphql-facts.md §1.2 and §2.3. Availability (`dataCenters.gpuAvailability`,
+ * `lowestPrice.stockStatus` and its counts) is this node's GPUs, in this node's data center: runpodctl's `gpu list`
+ * shows only the types that have some.
  */
 import { DATA_CENTER_IDS, GPU_TYPE_IDS } from '../../../domain/index.ts';
 import { GPU_POOLS } from '../../../fleet/index.ts';
+import type { GpuStock } from '../../../fleet/index.ts';
+import type { NodeGpuStock } from '../../context.ts';
 import type { GqlContext, ResolverMap } from '../context.ts';
 import { countryOf } from '../convert.ts';
 
@@ -43,9 +47,28 @@ const COUNTRIES: Readonly<Record<string, string>> = {
 /** Most GPUs one worker can be given. */
 const MAX_GPU_COUNT = 8;
 
+const displayNameOf = (id: string): string => id.replace(/^(NVIDIA|AMD Instinct)\s+/, '').replace(/^GeForce\s+/, '');
+
+/**
+ * RunPod's stock levels, which runpodctl ranks High > Medium > Low, for `count` GPUs of one type: High while at
+ * least half of them are free, Medium while `count` are, Low when all are taken (the type is here: jobs wait for it).
+ */
+export function stockStatus(stock: GpuStock, count = 1): 'High' | 'Medium' | 'Low' {
+  if (stock.free >= count && stock.free * 2 >= stock.total) return 'High';
+  return stock.free >= count ? 'Medium' : 'Low';
+}
+
+/** This node's GPUs of one type when `dataCenterId` (absent: any) is this node's. */
+function stockOf(node: NodeGpuStock | null | undefined, gpuTypeId: string, dataCenterId: string | null | undefined) {
+  if (!node || (dataCenterId != null && dataCenterId !== node.dataCenterId)) return undefined;
+  return node.types.find((t) => t.gpuTypeId === gpuTypeId);
+}
+
+type LowestPriceInput = { gpuCount?: number | null; dataCenterId?: string | null } | null;
+
 function gpuTypeView(id: string, ctx: GqlContext) {
   const price = ctx.deps.billing.prices.gpu[id] ?? 0;
-  const displayName = id.replace(/^(NVIDIA|AMD Instinct)\s+/, '').replace(/^GeForce\s+/, '');
+  const displayName = displayNameOf(id);
   return {
     id,
     displayName,
@@ -65,19 +88,34 @@ function gpuTypeView(id: string, ctx: GqlContext) {
     oneWeekPrice: price,
     communitySpotPrice: price,
     secureSpotPrice: price,
-    lowestPrice: (args: { input?: { gpuCount?: number | null } | null }) => ({
-      gpuName: displayName,
-      gpuTypeId: id,
-      minimumBidPrice: price * (args.input?.gpuCount ?? 1),
-      uninterruptablePrice: price * (args.input?.gpuCount ?? 1),
-      stockStatus: null,
-    }),
+    lowestPrice: (args: { input?: LowestPriceInput }) => {
+      const count = args.input?.gpuCount ?? 1;
+      const here = stockOf(ctx.deps.gpuStock?.(), id, args.input?.dataCenterId);
+      return {
+        gpuName: displayName,
+        gpuTypeId: id,
+        minimumBidPrice: price * count,
+        uninterruptablePrice: price * count,
+        stockStatus: here ? stockStatus(here, count) : null,
+        totalCount: here?.total ?? 0,
+        rentedCount: here ? here.total - here.free : 0,
+        maxUnreservedGpuCount: here?.free ?? 0,
+      };
+    },
   };
 }
 
-export function dataCenterView(id: string) {
+export function dataCenterView(id: string, node: NodeGpuStock | null | undefined) {
   const country = countryOf(id);
-  return { id, name: id, location: COUNTRIES[country] ?? country, gpuAvailability: [] };
+  const gpuAvailability =
+    node?.dataCenterId === id
+      ? node.types.map((t) => ({
+          gpuTypeId: t.gpuTypeId,
+          displayName: displayNameOf(t.gpuTypeId),
+          stockStatus: stockStatus(t),
+        }))
+      : [];
+  return { id, name: id, location: COUNTRIES[country] ?? country, gpuAvailability };
 }
 
 type GpuFilter = { id?: string | null; ids?: ReadonlyArray<string | null> | null };
@@ -92,6 +130,9 @@ export const catalogResolvers: ResolverMap = {
     },
     serverlessGpuPools: () =>
       Object.entries(GPU_POOLS).map(([id, pool]) => ({ id, gpuTypeIds: [...pool.types], memoryInGb: pool.memoryGb })),
-    dataCenters: () => DATA_CENTER_IDS.map(dataCenterView),
+    dataCenters: (_: unknown, _args: unknown, ctx: GqlContext) => {
+      const node = ctx.deps.gpuStock?.();
+      return DATA_CENTER_IDS.map((id) => dataCenterView(id, node));
+    },
   },
 };
