@@ -173,7 +173,11 @@ export interface JobStore {
   expireJobs(now: number, limit: number): Promise<SweptJob[]>;
   /** Retention after completion ran out: delete and leave a tombstone. */
   expireResults(now: number, limit: number): Promise<number>;
-  /** Running attempts past their execution timeout become TIMED_OUT. */
+  /**
+   * Running attempts past their execution timeout become TIMED_OUT; not a job past its ttl (gone whatever came first:
+   * expireJobs deletes it, with its stop order), which a read noticing the deadline before a sweep would otherwise
+   * report TIMED_OUT, with a webhook, just before it is deleted.
+   */
   timeoutJobs(now: number, limit: number): Promise<SweptJob[]>;
   pruneTombstones(before: number): Promise<number>;
 

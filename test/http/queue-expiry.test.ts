@@ -9,6 +9,7 @@ import {
   type ApiResponse,
   type TestServer,
 } from '../helpers/server.ts';
+import { sample } from '../helpers/prometheus.ts';
 
 /**
  * Time limits of a job (interface §2.3, §3.1, §8.1; DESIGN.md §3 "Job lifecycle"): ttl, executionTimeout and result
@@ -145,6 +146,26 @@ describe('ttl', () => {
       expect((await protocolWorker(slow, ep, 'w-slow').take()).status).toBe(204);
       const res = await slow.api('GET', `/v2/${ep}/status/${run.json.id}`);
       expectGone(res, 'JOB_EXPIRED');
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('a running job past its ttl and then its deadline, before any sweep: expired, never TIMED_OUT', async () => {
+    const slowClock = new TestClock();
+    const slow = await startTestServer({ sweepIntervalMs: 60_000, takeWaitMs: 500 }, { clock: slowClock });
+    try {
+      const ep = await createEndpoint(slow);
+      const w = protocolWorker(slow, ep, 'w-slow');
+      const id = (
+        await slow.api('POST', `/v2/${ep}/run`, { input: {}, policy: { ttl: 10_000, executionTimeout: 5_000 } })
+      ).json.id;
+      slowClock.advance(6_000);
+      expect((await w.take()).json.id).toBe(id);
+      slowClock.advance(5_001); // the ttl ran out at 10 s, the deadline at 11 s
+      expectGone(await slow.api('GET', `/v2/${ep}/status/${id}`), 'JOB_EXPIRED');
+      const metrics = (await slow.api('GET', '/metrics')).text;
+      expect(sample(metrics, 'wharf_jobs_finished_total', { endpoint: ep, status: 'TIMED_OUT' })).toBeUndefined();
     } finally {
       await slow.close();
     }

@@ -426,6 +426,19 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(await store.retryJob(ep, j.id, T0 + 5_300)).toMatchObject({ outcome: 'queued' });
       });
 
+      it('does not time out an attempt whose ttl ran out first: the job is the ttl sweep’s, deleted, not TIMED_OUT', async () => {
+        // ttl 10 s from T0; taken at T0 + 6 s with a 5 s timeout, so the deadline (T0 + 11 s) comes after the ttl.
+        const j = await store.submitJob(
+          newJob(ep, { policy: { executionTimeoutMs: 5_000, lowPriority: false, ttlMs: 10_000 } }),
+        );
+        await store.takeJobs(ep, 'w1', 1, T0 + 6_000);
+        // No sweep ran in between (a read noticing the deadline times out overdue attempts: engine peekJob).
+        expect(await store.timeoutJobs(T0 + 11_000, 10)).toEqual([]);
+        expect((await store.getJob(ep, j.id))?.status).toBe('IN_PROGRESS');
+        expect(await store.expireJobs(T0 + 11_000, 10)).toMatchObject([{ job: { id: j.id }, stopWorkerId: 'w1' }]);
+        expect(await store.getTombstone(ep, j.id)).toBe('TTL_EXPIRED');
+      });
+
       it("refuses a worker's posts once its attempt is past the execution timeout, before any sweep", async () => {
         const j = await store.submitJob(
           newJob(ep, { policy: { executionTimeoutMs: 5_000, lowPriority: false, ttlMs: 3_600_000 } }),

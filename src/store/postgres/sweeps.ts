@@ -130,8 +130,8 @@ export function sweepVerbs(db: Db): SweepVerbs {
     timeoutJobs(now, limit) {
       return db.tx(async (c) => {
         const rows = await c.query<JobRow>(
-          `SELECT * FROM jobs WHERE status = 'IN_PROGRESS' AND deadline_at <= $1 ORDER BY deadline_at LIMIT $2
-           FOR UPDATE SKIP LOCKED`,
+          `SELECT * FROM jobs WHERE status = 'IN_PROGRESS' AND deadline_at <= $1 AND expires_at > $1
+           ORDER BY deadline_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
           [now, limit],
         );
         const swept: SweptJob[] = [];

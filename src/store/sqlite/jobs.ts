@@ -357,10 +357,12 @@ export class SqliteJobs {
     return rows.length;
   }
 
+  /** Not a job past its ttl: it is gone, whatever came first (expire deletes it, with its own stop order). */
   timeout(now: number, limit: number): SweptJob[] {
     const rows = this.jobsQ(
-      `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = 'IN_PROGRESS' AND deadline_at <= ? ORDER BY deadline_at LIMIT ?`,
-    ).all(now, limit) as unknown as JobRow[];
+      `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = 'IN_PROGRESS' AND deadline_at <= ? AND expires_at > ?
+       ORDER BY deadline_at LIMIT ?`,
+    ).all(now, now, limit) as unknown as JobRow[];
     return rows.map((r) => {
       const job = toJob(r);
       if (job.workerId) this.addStop(job.workerId, job.id, now);
