@@ -123,10 +123,21 @@ export class JobEngine {
     }
   }
 
-  /** Apply a sweep's results: wake status waiters, order workers to stop. */
+  /** Apply a timeout sweep's results (jobs now TIMED_OUT): wake status waiters and listeners, order workers to stop. */
   announceSwept(swept: SweptJob[]): void {
     for (const s of swept) {
       this.jobChanged(s.job);
+      if (s.stopWorkerId) this.bus.publish(topics.stop(s.stopWorkerId));
+    }
+  }
+
+  /**
+   * Apply a ttl sweep's results (jobs deleted, as they were before): wake their waiters, order workers to stop. Not
+   * a final state reached now: terminal listeners (metrics, webhooks) heard of a finished one when it finished.
+   */
+  announceExpired(swept: SweptJob[]): void {
+    for (const s of swept) {
+      this.bus.publish(topics.job(s.job.id));
       if (s.stopWorkerId) this.bus.publish(topics.stop(s.stopWorkerId));
     }
   }

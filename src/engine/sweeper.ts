@@ -88,7 +88,7 @@ export class Sweeper {
   async sweepOnce(): Promise<boolean> {
     const now = this.clock.now();
     const expired = await this.store.expireJobs(now, BATCH);
-    this.engine.announceSwept(expired);
+    this.engine.announceExpired(expired);
     const timedOut = await this.store.timeoutJobs(now, BATCH);
     this.engine.announceSwept(timedOut);
     const results = await this.store.expireResults(now, BATCH);

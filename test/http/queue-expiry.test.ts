@@ -135,6 +135,18 @@ describe('ttl', () => {
     await gone(ep, id, 'JOB_EXPIRED');
   });
 
+  it('a finished job deleted at its ttl is not reported as finishing again (metrics count it once)', async () => {
+    const ep = await createEndpoint(t);
+    const id = await finished(ep, { output: 1 }, 'run', { policy: { ttl: 20_000 } });
+    const finishedCount = async () =>
+      sample((await t.api('GET', '/metrics')).text, 'wharf_jobs_finished_total', { endpoint: ep, status: 'COMPLETED' });
+    expect(await finishedCount()).toBe(1);
+    clock.advance(20_001);
+    await gone(ep, id, 'JOB_EXPIRED');
+    await afterSweeps(); // /status reports the expiry before the sweep deletes the job
+    expect(await finishedCount()).toBe(1);
+  });
+
   it('an expired job is refused and reported 404 even before a sweep has deleted it', async () => {
     // Sweeps every minute (one ran at start): only the request path itself can notice the expiry.
     const slowClock = new TestClock();
