@@ -84,6 +84,33 @@ describe('/status', () => {
     expect(later.json.executionTime).toBe(done.json.executionTime);
   });
 
+  it('after /retry, delayTime counts from the retry and executionTime from the new attempt only', async () => {
+    const ep = await createEndpoint(t);
+    const w = newWorker(ep);
+    const id = await submit(ep);
+    const SLACK = 5000; // as above: each number is a jump plus up to SLACK of real time
+    clock.advance(30_000);
+    await w.take();
+    clock.advance(50_000);
+    await w.done(id, { error: 'first attempt failed' });
+    clock.advance(100_000);
+    expect((await t.api('POST', `/v2/${ep}/retry/${id}`)).json.status).toBe('IN_QUEUE');
+    const queued = await status(ep, id);
+    expect(queued.json.delayTime).toBeUndefined();
+    expect(queued.json.executionTime).toBeUndefined();
+
+    clock.advance(10_000); // 10 s in the queue since the retry
+    expect((await w.take()).json.id).toBe(id);
+    clock.advance(20_000);
+    expect((await w.done(id, { output: 'second' })).status).toBe(200);
+    const done = await status(ep, id);
+    expect(done.json).toMatchObject({ status: 'COMPLETED', output: 'second' });
+    expect(done.json.delayTime).toBeGreaterThanOrEqual(10_000);
+    expect(done.json.delayTime).toBeLessThan(10_000 + SLACK);
+    expect(done.json.executionTime).toBeGreaterThanOrEqual(20_000);
+    expect(done.json.executionTime).toBeLessThan(20_000 + SLACK);
+  });
+
   it('shows progress posted by the worker as output while IN_PROGRESS', async () => {
     const ep = await createEndpoint(t);
     const w = newWorker(ep);
@@ -140,6 +167,18 @@ describe.each(['GET', 'POST'])('%s /status-sync', (method) => {
     expect(Date.now() - started).toBeLessThan(3000);
     expect(res.json).toMatchObject({ id, status: 'COMPLETED', output: 1 });
   });
+
+  it.each(['-1', '300001', '1.5', 'soon'])(
+    'wait=%s → 400 naming wait (0 to 300000 ms, as /runsync at most)',
+    async (wait) => {
+      const ep = await createEndpoint(t);
+      const id = await submit(ep);
+      const res = await t.api(method, `/v2/${ep}/status-sync/${id}?wait=${wait}`);
+      expect(res.status, res.text).toBe(400);
+      expect(res.json.code).toBe('VALIDATION_FAILED');
+      expect(res.json.details.map((d: { field: string }) => d.field)).toContain('wait');
+    },
+  );
 });
 
 describe('HEAD /status-sync', () => {
@@ -325,6 +364,17 @@ describe('/cancel', () => {
     expect((await status(ep, id)).json).toEqual(before.json);
   });
 
+  it('a CANCELLED job cancelled again stays as it was (200, CANCELLED)', async () => {
+    const ep = await createEndpoint(t);
+    const id = await submit(ep);
+    expect((await t.api('POST', `/v2/${ep}/cancel/${id}`)).json).toEqual({ id, status: 'CANCELLED' });
+    const before = await status(ep, id);
+    const again = await t.api('POST', `/v2/${ep}/cancel/${id}`);
+    expect(again.status).toBe(200);
+    expect(again.json).toEqual({ id, status: 'CANCELLED' });
+    expect((await status(ep, id)).json).toEqual(before.json);
+  });
+
   it('an unknown job → 404 JOB_NOT_FOUND', async () => {
     const ep = await createEndpoint(t);
     const res = await t.api('POST', `/v2/${ep}/cancel/no-such-job-e1`);
@@ -413,6 +463,23 @@ describe('/purge-queue', () => {
     const health = await t.api('GET', `/v2/${ep}/health`);
     expect(health.json.jobs).toMatchObject({ inQueue: 0, inProgress: 0, completed: 1 });
     expect((await t.api('POST', `/v2/${ep}/purge-queue`)).json.removed).toBe(0);
+  });
+
+  it('removes lowPriority jobs too, and jobs back in the queue after a /retry', async () => {
+    const ep = await createEndpoint(t);
+    const w = newWorker(ep);
+    const retried = await submit(ep);
+    await w.take();
+    await w.done(retried, { error: 'once' });
+    expect((await t.api('POST', `/v2/${ep}/retry/${retried}`)).json.status).toBe('IN_QUEUE');
+    const low = await t.api('POST', `/v2/${ep}/run`, { input: {}, policy: { lowPriority: true } });
+    expect(low.status, low.text).toBe(200);
+
+    expect((await t.api('POST', `/v2/${ep}/purge-queue`)).json.removed).toBe(2);
+    expect((await status(ep, low.json.id as string)).status).toBe(404);
+    expect((await status(ep, retried)).status).toBe(404);
+    expect((await t.api('GET', `/v2/${ep}/health`)).json.jobs).toMatchObject({ inQueue: 0, failed: 0 });
+    expect((await w.take()).status).toBe(204);
   });
 
   it('leaves other endpoints alone', async () => {
