@@ -513,6 +513,9 @@ export class WorkerGateway implements TakeHandOff {
 
   private async refusal(worker: WorkerRecord, jobId: string, reason: 'not_found' | 'stale'): Promise<WharfError> {
     if (reason === 'stale') return new WharfError('STALE_ATTEMPT', { workerId: worker.id, jobId });
+    // A job past its ttl that no sweep has deleted yet is refused as not found: expired, as after the sweep.
+    const job = await this.store.getJob(worker.endpointId, jobId);
+    if (job !== null && job.expiresAt <= this.clock.now()) return new WharfError('JOB_EXPIRED', { jobId });
     return this.engine.missingJobError(worker.endpointId, jobId);
   }
 

@@ -163,6 +163,27 @@ describe('ttl', () => {
     }
   });
 
+  it("a running job's late posts past its ttl, before any sweep, are refused as after it: JOB_EXPIRED", async () => {
+    const slowClock = new TestClock();
+    const slow = await startTestServer({ sweepIntervalMs: 60_000, takeWaitMs: 500 }, { clock: slowClock });
+    try {
+      const ep = await createEndpoint(slow);
+      const w = protocolWorker(slow, ep, 'w-slow');
+      const id = (await slow.api('POST', `/v2/${ep}/run`, { input: {}, policy: { ttl: 10_000 } })).json.id;
+      expect((await w.take()).json.id).toBe(id);
+      slowClock.advance(10_001);
+      for (const late of [
+        await w.done(id, { status: 'IN_PROGRESS', output: 'progress' }),
+        await w.stream(id, { output: 'chunk' }),
+        await w.done(id, { output: 'result' }),
+      ]) {
+        expectGone(late, 'JOB_EXPIRED');
+      }
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('a running job past its ttl and then its deadline, before any sweep: expired, never TIMED_OUT', async () => {
     const slowClock = new TestClock();
     const slow = await startTestServer({ sweepIntervalMs: 60_000, takeWaitMs: 500 }, { clock: slowClock });
