@@ -164,12 +164,6 @@ export function resultsExpireAt(job: Pick<Job, 'retentionMs' | 'expiresAt'>, com
   return Math.min(completedAt + job.retentionMs, job.expiresAt);
 }
 
-/** The deadline of the current attempt: execution timeout, capped by the job's ttl (interface §2.3 rule 4). */
-export function executionDeadline(job: Pick<Job, 'startedAt' | 'policy' | 'expiresAt'>): number | null {
-  if (job.startedAt === null) return null;
-  return job.startedAt + job.policy.executionTimeoutMs;
-}
-
 /** Why a job disappeared, so /status can tell an expired job from a wrong id. */
 export type TombstoneReason = 'TTL_EXPIRED' | 'RESULTS_EXPIRED';
 
