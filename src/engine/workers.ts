@@ -497,10 +497,12 @@ export class WorkerGateway implements TakeHandOff {
   }
 
   /**
-   * Wake whoever cares about a lease sweep: takers of requeued jobs, waiters of failed ones. `retried` is false for
-   * jobs that never reached their worker (their attempt is not used, so they are not retries).
+   * Wake whoever cares about a lease sweep: takers of requeued jobs, waiters of failed ones, and the stop polls of
+   * workers whose lease ran out (they got stop orders for their jobs). `retried` is false for jobs that never reached
+   * their worker (their attempt is not used, so they are not retries).
    */
   announce(sweep: LeaseSweep, retried = true): void {
+    for (const id of sweep.workerIds) this.bus.publish(topics.stop(id));
     const endpoints = new Set<string>();
     for (const job of sweep.requeued) {
       endpoints.add(job.endpointId);

@@ -232,7 +232,11 @@ export interface JobStore {
   ): Promise<LeaseSweep>;
   /** Jobs a take could not deliver (the client hung up): back in the queue, attempt not used. */
   returnUndelivered(workerId: string, jobIds: string[]): Promise<Job[]>;
-  /** Workers silent since before `silentSince` lose their lease and their jobs (as releaseWorkerJobs). */
+  /**
+   * Workers silent since before `silentSince` lose their lease and their jobs (as releaseWorkerJobs), with a stop
+   * order for each: a silent worker may still be running them (its pings lost, not its process), and if it comes
+   * back the order ends the old run and keeps the job from it for RETAKE_AFTER_STOP_MS.
+   */
   expireWorkerLeases(silentSince: number, now: number, maxAttempts: number): Promise<LeaseSweep>;
   deleteWorker(workerId: string): Promise<void>;
   /** Pending stop orders for a worker, consumed by this call. */

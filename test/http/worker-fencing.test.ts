@@ -179,6 +179,29 @@ describe('a superseded attempt', () => {
     expect(after.json.jobs).toMatchObject({ completed: 1, failed: 0, retried: 1 });
   });
 
+  it('a worker back after losing its lease is told to stop the job it lost, and is not handed it again', async () => {
+    // A's pings stopped reaching the server (a partition, a stalled process) while its handler kept running the job.
+    const ep = await createEndpoint(t);
+    const a = protocolWorker(t, ep, wid('A'));
+    const id = await submit(t, ep, { work: 2 });
+    expect((await a.take()).json.id).toBe(id);
+    await until(t, ep, id, (s) => s.status === 'IN_QUEUE', LEASE_MS + 5000);
+
+    // A is back. Its stop poll names the job, so the run the server gave up on ends; and its takes pass over the
+    // job (the protocol names jobs by id only: the old run's result would be taken for the new attempt's).
+    expect((await a.ping([id])).status).toBe(200);
+    const stops = await a.stops();
+    expect(stops.status, stops.text).toBe(200);
+    expect(stops.json).toEqual({ jobsToStop: [id] });
+    expect((await a.take()).status).toBe(204);
+    expect((await status(t, ep, id)).status).toBe('IN_QUEUE');
+    // Another worker takes it at once, and completes it.
+    const b = protocolWorker(t, ep, wid('B'));
+    expect((await b.take()).json).toEqual({ id, input: { work: 2 } });
+    expect((await b.done(id, { output: 'B result' })).status).toBe(200);
+    expect(await status(t, ep, id)).toMatchObject({ status: 'COMPLETED', output: 'B result', retries: 1 });
+  });
+
   it('a worker that keeps pinging keeps its lease', async () => {
     const ep = await createEndpoint(t);
     const a = protocolWorker(t, ep, wid('A'));

@@ -491,6 +491,10 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(await store.jobCounts(ep)).toMatchObject({ inQueue: 1, retried: 1 });
         // The superseded attempt is fenced out.
         expect((await store.finishJob(ep, j.id, 'w1', COMPLETED, T0 + 6_001)).ok).toBe(false);
+        // w1 may still be running it (its pings lost, not its process): if it comes back it is told to stop, and
+        // its takes pass over the job meanwhile.
+        expect(await store.takeJobs(ep, 'w1', 1, T0 + 6_002)).toEqual([]);
+        expect(await store.takeStops('w1', T0 + 6_003)).toEqual([j.id]);
         await store.takeJobs(ep, 'w2', 1, T0 + 7_000);
         const second = await store.releaseWorkerJobs('w2', T0 + 8_000, 2, 'test');
         expect(second.failed.map((x) => x.id)).toEqual([j.id]);

@@ -224,6 +224,7 @@ export function sweepVerbs(db: Db): SweepVerbs {
         const total: LeaseSweep = { workerIds: [], requeued: [], failed: [] };
         for (const { id } of silent.rows) {
           const sweep = await release(c, id, now, maxAttempts, 'lease expired');
+          for (const job of [...sweep.requeued, ...sweep.failed]) await addStop(c, id, job.id, now);
           // A worker already known dead keeps the reason it died with (e.g. its exit code and last line).
           await c.query(
             `UPDATE workers SET reason = CASE WHEN state = 'unhealthy' THEN reason ELSE 'lease-expired' END,

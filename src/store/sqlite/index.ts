@@ -246,6 +246,7 @@ class SqliteStore implements Store {
       const total: LeaseSweep = { workerIds: [], requeued: [], failed: [] };
       for (const id of this.workers.silentSince(silentSince)) {
         const sweep = this.jobs.release(id, now, maxAttempts, 'lease expired');
+        for (const job of [...sweep.requeued, ...sweep.failed]) this.jobs.addStop(id, job.id, now);
         this.workers.markLeaseExpired(id);
         total.workerIds.push(id);
         total.requeued.push(...sweep.requeued);

@@ -212,7 +212,7 @@ export class SqliteJobs {
     return { chunks, more, attempt };
   }
 
-  private addStop(workerId: string, jobId: string, now: number): void {
+  addStop(workerId: string, jobId: string, now: number): void {
     // A newer order for the same job (a later attempt on the same worker) restarts RETAKE_AFTER_STOP_MS.
     this.q(
       `INSERT INTO job_stops (worker_id, job_id, created_at) VALUES (?, ?, ?)
