@@ -133,21 +133,22 @@ export async function createEndpoint(
   return ep.json.id as string;
 }
 
-/** A minimal protocol client playing the worker (the official SDK's exact requests), for protocol tests. */
+/**
+ * A minimal protocol client playing the worker (the official SDK's exact requests), for protocol tests. As the SDK's
+ * session does (spec §1.5), every request but the ping carries `Content-Type: application/json`, GETs included.
+ */
 export function protocolWorker(t: Pick<TestServer, 'url' | 'key'>, endpointId: string, workerId: string, key = t.key) {
   const base = `${t.url}/v2/${endpointId}`;
   const auth = { authorization: key };
+  const session = { ...auth, 'content-type': 'application/json' };
   return {
     take: (query = 'job_in_progress=0', signal?: AbortSignal) =>
-      request(`${base}/job-take/${workerId}?gpu=TEST&${query}`, 'GET', undefined, {
-        headers: { ...auth, 'content-type': 'application/json' },
-        signal,
-      }),
+      request(`${base}/job-take/${workerId}?gpu=TEST&${query}`, 'GET', undefined, { headers: session, signal }),
     takeBatch: (n: number) =>
       request(`${base}/job-take-batch/${workerId}?gpu=TEST&batch_size=${n}&job_in_progress=0`, 'GET', undefined, {
-        headers: auth,
+        headers: session,
       }),
-    stops: () => request(`${base}/job-stop/${workerId}?gpu=TEST`, 'GET', undefined, { headers: auth }),
+    stops: () => request(`${base}/job-stop/${workerId}?gpu=TEST`, 'GET', undefined, { headers: session }),
     done: (jobId: string, body: unknown, isStream = false) =>
       request(`${base}/job-done/${workerId}/${jobId}?gpu=TEST&isStream=${isStream}`, 'POST', undefined, {
         raw: typeof body === 'string' ? body : JSON.stringify(body),
@@ -161,7 +162,12 @@ export function protocolWorker(t: Pick<TestServer, 'url' | 'key'>, endpointId: s
     stream: (jobId: string, body: unknown) =>
       request(`${base}/job-stream/${workerId}/${jobId}?gpu=TEST&isStream=false`, 'POST', undefined, {
         raw: typeof body === 'string' ? body : JSON.stringify(body),
-        headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded', charset: 'utf-8' },
+        headers: {
+          ...auth,
+          'content-type': 'application/x-www-form-urlencoded',
+          charset: 'utf-8',
+          'x-request-id': jobId,
+        },
       }),
     ping: (jobIds: string[] = [], extra = '') =>
       request(
