@@ -283,6 +283,25 @@ describe('lost jobs', () => {
     expect((await b.take()).json.id).toBe(lost);
   });
 
+  it('a batch worker pings all its jobs in one job_id, comma-joined (%2C): none of them is lost', async () => {
+    // The SDK's heartbeat lists every job it holds (spec §1.14, scenario `batch`: job_id=b-1%2Cb-2%2Cb-3).
+    const ep = await createEndpoint(t);
+    const w = protocolWorker(t, ep, wid('batcher'));
+    const ids = [await submit(t, ep, { n: 1 }), await submit(t, ep, { n: 2 }), await submit(t, ep, { n: 3 })];
+    expect((await w.takeBatch(3)).json.map((j: any) => j.id)).toEqual(ids);
+    const until = Date.now() + GRACE_MS + 1000;
+    while (Date.now() < until) {
+      expect((await w.ping(ids)).status).toBe(200);
+      await sleep(200);
+    }
+    for (const id of ids) {
+      const s = await status(t, ep, id);
+      expect(s.status).toBe('IN_PROGRESS');
+      expect(s.retries).toBeUndefined();
+    }
+    for (const id of ids) expect((await w.done(id, { output: id })).status).toBe(200);
+  });
+
   it('a take whose client disconnects before the job arrives does not lose the job', async () => {
     // Take polls of 10 s: the next worker's take must find the job at once, not at the end of a poll.
     const srv = await startTestServer({ takeWaitMs: 10_000 });

@@ -3,6 +3,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { workerEnv } from '../../src/fleet/worker-env.ts';
 import { waitUntil } from '../helpers/fleet.ts';
 import { createEndpoint, protocolWorker, request, startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -455,6 +456,97 @@ describe('job-take', () => {
   });
 });
 
+/**
+ * The URLs the official Python SDK builds from a worker's environment (spec §1.4): plain string replacement, its
+ * parameters appended with a literal `&`; the heartbeat's merged into the query as `requests` does.
+ */
+function pythonSdkUrls(env: Record<string, string>) {
+  const pod = env['RUNPOD_POD_ID']!;
+  const take = env['RUNPOD_WEBHOOK_GET_JOB']!.replaceAll('$ID', pod);
+  const output = env['RUNPOD_WEBHOOK_POST_OUTPUT']!.replaceAll('$RUNPOD_POD_ID', pod);
+  const stream = env['RUNPOD_WEBHOOK_POST_STREAM']!.replaceAll('$RUNPOD_POD_ID', pod);
+  const ping = env['RUNPOD_WEBHOOK_PING']!.replaceAll('$RUNPOD_POD_ID', pod);
+  return {
+    take: (inProgress: 0 | 1) => `${take}&job_in_progress=${inProgress}`,
+    batch: (n: number) => `${take.replaceAll('/job-take/', '/job-take-batch/')}&batch_size=${n}&job_in_progress=0`,
+    stop: take.replaceAll('/job-take/', '/job-stop/'),
+    done: (jobId: string, isStream: boolean) => `${output.replaceAll('$ID', jobId)}&isStream=${isStream}`,
+    stream: (jobId: string) => `${stream.replaceAll('$ID', jobId)}&isStream=false`,
+    ping: (jobIds: string[]) => {
+      const params = new URLSearchParams(jobIds.length > 0 ? { job_id: jobIds.join(',') } : {});
+      params.set('runpod_version', '1.12.0');
+      return `${ping}${ping.includes('?') ? '&' : '?'}${params}`;
+    },
+  };
+}
+
+describe("the fleet's worker environment, as the official Python SDK reads it", () => {
+  it('every URL the SDK builds from it reaches its route: a whole job cycle', async () => {
+    const ep = await createEndpoint(t);
+    const endpoint = (await t.server.store.getEndpoint(null, ep))!;
+    const template = (await t.server.store.getTemplate(endpoint.userId, endpoint.templateId))!;
+    const pod = wid('fleet');
+    const env = workerEnv({
+      publicUrl: `${t.url}/`,
+      endpoint,
+      template,
+      workerId: pod,
+      workerKey: t.key,
+      pingIntervalMs: 500,
+      gpuTypeId: 'NVIDIA GeForce RTX 4090',
+      gpuIndices: ['0'],
+      dataCenterId: 'EU-RO-1',
+    });
+    // Checklist §1.16 item 1: templates with a `?`, `$ID` (never `$RUNPOD_POD_ID`) in the take template, an interval
+    // the SDK's heartbeat survives, no fitness check that dials the internet.
+    for (const name of ['GET_JOB', 'POST_OUTPUT', 'POST_STREAM', 'PING']) {
+      expect(env[`RUNPOD_WEBHOOK_${name}`]).toContain('?');
+    }
+    expect(env['RUNPOD_WEBHOOK_GET_JOB']).toContain('/job-take/$ID?');
+    expect(env['RUNPOD_WEBHOOK_GET_JOB']).not.toContain('$RUNPOD_POD_ID');
+    expect(env).toMatchObject({
+      RUNPOD_POD_ID: pod,
+      RUNPOD_AI_API_KEY: t.key,
+      RUNPOD_ENDPOINT_ID: ep,
+      RUNPOD_PING_INTERVAL: '1000',
+      RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true',
+    });
+    expect(env['RUNPOD_POD_HOSTNAME']).toBeTruthy();
+
+    const urls = pythonSdkUrls(env);
+    const session = { authorization: env['RUNPOD_AI_API_KEY']!, 'content-type': 'application/json' };
+    const get = (url: string) => request(url, 'GET', undefined, { headers: session });
+    const post = (url: string, jobId: string, body: unknown) =>
+      request(url, 'POST', undefined, {
+        raw: JSON.stringify(body),
+        headers: {
+          authorization: env['RUNPOD_AI_API_KEY']!,
+          'content-type': 'application/x-www-form-urlencoded',
+          charset: 'utf-8',
+          'x-request-id': jobId,
+        },
+      });
+    const ping = (ids: string[]) => request(urls.ping(ids), 'GET', undefined, { headers: { authorization: t.key } });
+
+    expect((await ping([])).json).toEqual({ status: 'pong' });
+    const [a, b, c] = [await submit(ep, { n: 1 }), await submit(ep, { n: 2 }), await submit(ep, { n: 3 })];
+    expect((await get(urls.batch(2))).json.map((j: any) => j.id)).toEqual([a, b]);
+    expect((await get(urls.take(1))).json.id).toBe(c);
+    expect((await ping([a, b, c])).status).toBe(200);
+    expect((await post(urls.stream(a), a, { output: { chunk: 0 } })).status).toBe(200);
+    expect((await post(urls.done(a, true), a, { output: [{ chunk: 0 }] })).status).toBe(200);
+    expect((await post(urls.done(b, false), b, { status: 'IN_PROGRESS', output: { pct: 50 } })).status).toBe(200);
+    expect((await post(urls.done(b, false), b, { error: 'bad input' })).status).toBe(200);
+    await t.api('POST', `/v2/${ep}/cancel/${c}`);
+    expect((await get(urls.stop)).json).toEqual({ jobsToStop: [c] });
+
+    expect(await status(ep, a)).toMatchObject({ status: 'COMPLETED', output: [{ chunk: 0 }], workerId: pod });
+    expect((await t.api('GET', `/v2/${ep}/stream/${a}`)).json.stream).toEqual([{ output: { chunk: 0 } }]);
+    expect(await status(ep, b)).toMatchObject({ status: 'FAILED', error: 'bad input', workerId: pod });
+    expect((await status(ep, c)).status).toBe('CANCELLED');
+  });
+});
+
 describe('HEAD changes nothing', () => {
   it('no HEAD on job-take, job-take-batch, job-stop or /stream: the job, the stop order and the chunks stay', async () => {
     const ep = await createEndpoint(t);
@@ -519,6 +611,16 @@ describe('job-stop', () => {
     const other = protocolWorker(t, ep, wid('bystander'));
     await t.api('POST', `/v2/${ep}/cancel/${id}`);
     expect((await other.stops()).status).toBe(204);
+  });
+
+  it('is a long poll too: with nothing to stop, 204 and no body only once stopWaitMs has passed', async () => {
+    const ep = await createEndpoint(t);
+    const w = protocolWorker(t, ep, wid('idle-stop'));
+    const started = Date.now();
+    const res = await w.stops();
+    expect(res.status).toBe(204);
+    expect(res.text).toBe('');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(TAKE_WAIT_MS - 50);
   });
 });
 
