@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { WorkerRecord } from '../../src/domain/index.ts';
 import { generateKey, hashKey } from '../../src/engine/accounts.ts';
-import { createEndpoint, protocolWorker, startTestServer, type TestServer } from '../helpers/server.ts';
+import { createEndpoint, protocolWorker, request, startTestServer, type TestServer } from '../helpers/server.ts';
 
 const LEASE_MS = 1500;
 const GRACE_MS = 1000;
@@ -447,6 +447,37 @@ describe('worker identity', () => {
     } finally {
       await srv.close();
     }
+  });
+
+  it('a poll whose URL names no worker (RUNPOD_POD_ID set but empty) is refused and held; no worker is made', async () => {
+    // The SDK pastes the id in as it is (spec §1.4): an empty one leaves `job-take/?gpu=…`, or without the template's
+    // `?`, `job-take/&job_in_progress=0`. Nothing it takes could be posted back (`job-done//<job>` names no worker).
+    const ep = await createEndpoint(t);
+    const id = await submit(t, ep, { nobody: true });
+    const base = `${t.url}/v2/${ep}`;
+    const headers = { authorization: t.key, 'content-type': 'application/json' };
+    const polls = [
+      `${base}/job-take/?gpu=x&job_in_progress=0`,
+      `${base}/job-take/&job_in_progress=0`,
+      `${base}/job-take-batch/?gpu=x&batch_size=2&job_in_progress=0`,
+      `${base}/job-take-batch/&batch_size=2&job_in_progress=0`,
+      `${base}/job-stop/?gpu=x`,
+    ];
+    const answers = await Promise.all(
+      polls.map(async (url) => {
+        const started = Date.now();
+        const res = await request(url, 'GET', undefined, { headers });
+        return { url, status: res.status, code: res.json?.code, message: res.json?.message, ms: Date.now() - started };
+      }),
+    );
+    for (const a of answers) {
+      expect(a).toMatchObject({ url: a.url, status: 400, code: 'VALIDATION_FAILED' });
+      expect(a.message).toContain('RUNPOD_POD_ID');
+      // Held as other refused polls are (the SDK polls again at once after a 400).
+      expect(a.ms).toBeGreaterThanOrEqual(900);
+    }
+    expect(await t.server.store.getWorker('')).toBeNull();
+    expect((await status(t, ep, id)).status).toBe('IN_QUEUE');
   });
 
   it('unknown or missing keys are refused 401', async () => {

@@ -34,6 +34,25 @@ function unglue(segment: string, query: Record<string, unknown>): { value: strin
   return { value: segment.slice(0, amp), query: { ...extra, ...query } };
 }
 
+/**
+ * The SDK pastes RUNPOD_POD_ID into the take template as it is: set but empty, it names no worker (`job-take/?gpu=…`,
+ * or `job-take/&job_in_progress=0` without the template's `?`). Such a worker could post nothing back
+ * (`job-done//<job>` names no worker either), so its polls are refused, and held like other refusals.
+ */
+const noWorkerId = (): WharfError =>
+  new WharfError(
+    'VALIDATION_FAILED',
+    { reason: 'the URL names no worker: RUNPOD_POD_ID is empty' },
+    { details: [{ field: 'workerId', message: 'is empty (set RUNPOD_POD_ID)' }] },
+  );
+
+/** A poll's worker id, its glued query split off (unglue); an empty one is refused. */
+function pollWorkerId(segment: string, query: Record<string, unknown>): ReturnType<typeof unglue> {
+  const out = unglue(segment, query);
+  if (out.value === '') throw noWorkerId();
+  return out;
+}
+
 const textOf = (v: unknown, fallback: string): string => (typeof v === 'string' && v !== '' ? v : fallback);
 
 /** The worker side of the protocol under /v2/{endpointId}/ (spec/worker-protocol.md §1, checklist §1.16). */
@@ -62,17 +81,17 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
   }
 
   /**
-   * The official SDK re-polls take at once after any error status but 429 (spec §1.6), so a worker whose key was
-   * revoked or whose endpoint was deleted, or any worker while the store is away (503) or a bug fails the poll (500),
-   * would spin at ~1,500 requests/s. Such refusals on the polling routes are held for a few seconds before they are
-   * sent.
+   * The official SDK re-polls take at once after any error status but 429 (spec §1.6; a 400 it reads as "no job"), so
+   * a worker whose key was revoked, whose endpoint was deleted or whose URL names no worker, or any worker while the
+   * store is away (503) or a bug fails the poll (500), would spin at ~1,500 requests/s. Such refusals on the polling
+   * routes are held for a few seconds before they are sent.
    */
   async function refusalsHeld<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (error) {
       const status = error instanceof WharfError ? error.status : 500;
-      if (status === 401 || status === 404 || status >= 500) {
+      if (status === 400 || status === 401 || status === 404 || status >= 500) {
         await new Promise((resolve) => setTimeout(resolve, workers.refusalHoldMs));
       }
       throw error;
@@ -95,7 +114,10 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
   /** A take's jobs (none, or jobs that could not be delivered: 204), answered with `body`. Refusals are held. */
   const take = (request: FastifyRequest<{ Params: WP }>, reply: FastifyReply, batch: boolean) =>
     refusalsHeld(async () => {
-      const { value: workerId, query } = unglue(request.params.workerId, request.query as Record<string, unknown>);
+      const { value: workerId, query } = pollWorkerId(
+        request.params.workerId,
+        request.query as Record<string, unknown>,
+      );
       const { worker } = await workerAndEndpoint(request, workerId);
       const max = takeBatchSize(batch ? Number(query['batch_size'] ?? 1) : 1);
       const signal = clientGone(request, reply);
@@ -125,13 +147,21 @@ export function registerWorkerRoutes(app: FastifyInstance, deps: AppDeps): void 
     { ...poll, schema: { params: WorkerParams } },
     (request, reply) =>
       refusalsHeld(async () => {
-        const { value: workerId } = unglue(request.params.workerId, {});
+        const { value: workerId } = pollWorkerId(request.params.workerId, {});
         const worker = await workerFor(request, workerId);
         const ids = await workers.stops(worker, clientGone(request, reply));
         if (ids.length === 0) return reply.code(204).send();
         return sendJson(reply, JSON.stringify({ jobsToStop: ids }));
       }),
   );
+
+  // The polls' URLs with an empty worker id and the template's `?` (`job-take/?gpu=…`, the trailing slash ignored).
+  for (const name of ['job-take', 'job-take-batch', 'job-stop']) {
+    const openapi = { summary: 'Refused, held: the URL names no worker (RUNPOD_POD_ID is empty)' };
+    app.get(`/v2/:endpointId/${name}`, { ...poll, config: { ...poll.config, openapi } }, () =>
+      refusalsHeld(() => Promise.reject(noWorkerId())),
+    );
+  }
 
   const jobOpts = { schema: { params: WorkerJobParams }, bodyLimit: WORKER_BODY_LIMIT };
 
