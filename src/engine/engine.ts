@@ -246,11 +246,15 @@ export class JobEngine {
     if (!job) throw await this.missingJobError(endpointId, jobId);
     const now = this.clock.now();
     // Past its executionTimeout the attempt is over, even in the moment before a sweep marks it: time it out now,
-    // so that nobody sees it IN_PROGRESS and a cancel cannot turn a timeout into CANCELLED.
-    if (job.status === 'IN_PROGRESS' && pastDeadline(job, now)) {
-      this.announceSwept(await this.store.timeoutJobs(now, OVERDUE_BATCH));
+    // so that nobody sees it IN_PROGRESS and a cancel cannot turn a timeout into CANCELLED. Overdue jobs time out
+    // oldest deadline first, a batch at a time, so behind a backlog (after downtime) this takes more than one batch.
+    // Not past its ttl: that job is gone (below), and timeoutJobs leaves it to the ttl sweep.
+    while (job.status === 'IN_PROGRESS' && pastDeadline(job, now) && job.expiresAt > now) {
+      const swept = await this.store.timeoutJobs(now, OVERDUE_BATCH);
+      this.announceSwept(swept);
       job = await this.store.getJob(endpointId, jobId);
       if (!job) throw await this.missingJobError(endpointId, jobId);
+      if (swept.length < OVERDUE_BATCH) break;
     }
     // Past its ttl the job is gone, even in the moment before a sweep deletes it.
     if (job.expiresAt <= now) throw new WharfError('JOB_EXPIRED', { jobId });

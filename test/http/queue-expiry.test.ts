@@ -231,6 +231,30 @@ describe('ttl', () => {
     }
   });
 
+  it('before any sweep: a read times its job out behind more overdue jobs than one timeout batch', async () => {
+    const slowClock = new TestClock();
+    const slow = await startTestServer({ sweepIntervalMs: 60_000, takeWaitMs: 500 }, { clock: slowClock });
+    try {
+      const ep = await createEndpoint(slow);
+      const w = protocolWorker(slow, ep, 'w-slow');
+      const run = async () =>
+        (await slow.api('POST', `/v2/${ep}/run`, { input: {}, policy: { executionTimeout: 5_000 } })).json.id;
+      for (let i = 0; i < 150; i++) await run();
+      expect((await w.takeBatch(200)).json).toHaveLength(150);
+      slowClock.advance(1_000);
+      const last = await run();
+      const cancelled = await run();
+      expect((await w.takeBatch(2)).json.map((j: { id: string }) => j.id)).toEqual([last, cancelled]);
+      slowClock.advance(5_001); // every deadline has passed; these two passed last
+      const res = await slow.api('GET', `/v2/${ep}/status/${last}`);
+      expect(res.json).toMatchObject({ status: 'TIMED_OUT' });
+      // A cancel cannot turn the timeout into CANCELLED either.
+      expect((await slow.api('POST', `/v2/${ep}/cancel/${cancelled}`)).json).toMatchObject({ status: 'TIMED_OUT' });
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('/status?ttl= shortens the lifespan (counted from submission)', async () => {
     const ep = await createEndpoint(t);
     const id = await submit(ep); // default ttl: 24 h
