@@ -25,7 +25,10 @@ export interface UsageFilter {
 }
 
 export interface ManagementStore {
-  /** Replace a user's document (settings such as serverlessDiscount). */
+  /**
+   * Replace a user's document (settings such as serverlessDiscount), but for its webhook secret, which only
+   * setWebhookSecret changes: the document was read before, and a rotation since must not be undone by it.
+   */
   updateUser(user: User): Promise<void>;
 
   /** Also opens the volume's first usage interval at `createdAt`. */

@@ -58,19 +58,28 @@ const usage = (over: Partial<UsageStart> = {}): UsageStart => ({
 
 export function managementContract(store: () => Store): void {
   describe('management: users, volumes, registry auths, secrets, usage', () => {
-    it('updates a user document (settings)', async () => {
+    it('updates a user document (settings), never its webhook secret: a rotation after the read stays', async () => {
       const s = store();
       await s.createUser({ id: 'u1', name: 'a', isAdmin: false, createdAt: T0 });
       const discount = { discountFactor: 0.5, type: 'SERVERLESS', expirationDate: '2030-01-01T00:00:00Z' };
-      await s.updateUser({
+      // A user without a secret gets none from a settings change, whatever the document says.
+      await s.updateUser({ id: 'u1', name: 'a', isAdmin: false, createdAt: T0, webhookSecret: 'x', pubKey: 'k' });
+      expect(await s.getUser('u1')).toEqual({ id: 'u1', name: 'a', isAdmin: false, createdAt: T0, pubKey: 'k' });
+      // Read (an admin setting a discount, a user setting a pubKey), then rotated by another request, then written:
+      // the rotation is kept, not undone by the document read before it.
+      await s.setWebhookSecret('u1', 'whsec_old');
+      const read = (await s.getUser('u1'))!;
+      await s.setWebhookSecret('u1', 'whsec_rotated');
+      await s.updateUser({ ...read, serverlessDiscount: discount });
+      expect(await s.getUser('u1')).toEqual({
         id: 'u1',
         name: 'a',
         isAdmin: false,
         createdAt: T0,
+        pubKey: 'k',
         serverlessDiscount: discount,
-        webhookSecret: 'x',
+        webhookSecret: 'whsec_rotated',
       });
-      expect(await s.getUser('u1')).toMatchObject({ serverlessDiscount: discount, webhookSecret: 'x' });
     });
 
     it('keeps volumes per user and their size history through resizes and deletion', async () => {

@@ -27,7 +27,13 @@ export function managementVerbs(db: Db): ManagementStore {
 
   return {
     async updateUser(u) {
-      await db.query('UPDATE users SET doc = $1 WHERE id = $2', [JSON.stringify(u), u.id]);
+      // The webhook secret is the one stored now (setWebhookSecret's), never the one in a document read before.
+      await db.query(
+        `UPDATE users SET doc = CASE WHEN doc::jsonb->'webhookSecret' IS NULL THEN ($1::jsonb - 'webhookSecret')::text
+           ELSE jsonb_set($1::jsonb, '{webhookSecret}', doc::jsonb->'webhookSecret')::text END
+         WHERE id = $2`,
+        [JSON.stringify(u), u.id],
+      );
     },
 
     createNetworkVolume(v) {

@@ -31,7 +31,13 @@ export class SqliteManagement {
   }
 
   updateUser(u: User): void {
-    this.q('UPDATE users SET doc = ? WHERE id = ?').run(JSON.stringify(u), u.id);
+    // The webhook secret is the one stored now (setWebhookSecret's), never the one in a document read before.
+    const doc = JSON.stringify(u);
+    this.q(
+      `UPDATE users SET doc = CASE WHEN json_extract(doc, '$.webhookSecret') IS NULL THEN json_remove(?, '$.webhookSecret')
+         ELSE json_set(?, '$.webhookSecret', json_extract(doc, '$.webhookSecret')) END
+       WHERE id = ?`,
+    ).run(doc, doc, u.id);
   }
 
   createVolume(v: NetworkVolume): void {
