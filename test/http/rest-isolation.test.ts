@@ -91,6 +91,8 @@ const rows = (): Row[] => {
     ['POST', `/v2/${ep}/retry/${job}`, undefined, 'ENDPOINT_NOT_FOUND', 'write'],
     ['POST', `/v2/${ep}/purge-queue`, undefined, 'ENDPOINT_NOT_FOUND', 'write'],
     ['GET', `/v2/${ep}/health`, undefined, 'ENDPOINT_NOT_FOUND', 'read'],
+    ['GET', `/v2/${ep}/requests`, undefined, 'ENDPOINT_NOT_FOUND', 'read'],
+    ['GET', `/v2/${ep}/webhooks/${job}`, undefined, 'ENDPOINT_NOT_FOUND', 'read'],
   ];
 };
 
@@ -127,6 +129,22 @@ async function adminResourcesIntact(): Promise<void> {
   expect((await t.api('GET', `/v1/pods/${pod}`)).json.desiredStatus).toBe('RUNNING');
   expect((await t.api('GET', `/v2/${ep}/status/${job}`)).json.status).toBe('IN_QUEUE');
   expect((await t.api('GET', '/v1/keys')).json.find((k: any) => k.id === key).revokedAt).toBeNull();
+  // No refused request submitted a job (the OpenAI routes run one for every request).
+  expect((await t.api('GET', `/v2/${ep}/requests`)).json.requests.map((r: any) => r.id)).toEqual([job]);
+}
+
+/** The OpenAI-compatible routes: every request runs a job on the endpoint, so each needs a key that may write. */
+const openAiRows = (): Array<[string, string, unknown]> => [
+  ['POST', `/v2/${ids.ep}/openai/v1/chat/completions`, { model: 'm', messages: [] }],
+  ['POST', `/v2/${ids.ep}/openai/v1/completions`, { model: 'm', prompt: 'p' }],
+  ['POST', `/v2/${ids.ep}/openai/v1/embeddings`, { model: 'm', input: 'x' }],
+  ['GET', `/v2/${ids.ep}/openai/v1/models`, undefined],
+];
+
+/** An OpenAI route's refusal: the OpenAI error shape, with the Wharf code as `code`. */
+function expectOpenAiError(res: ApiResponse, status: number, code: string, what: string): void {
+  expect(res.status, `${what}: ${res.text}`).toBe(status);
+  expect(res.json?.error?.code, what).toBe(code);
 }
 
 describe('isolation between users', () => {
@@ -135,6 +153,23 @@ describe('isolation between users', () => {
       expectError(await t.api(method, path, body, { key: bobKey }), 404, code, `${method} ${path}`);
     }
     await adminResourcesIntact();
+  });
+
+  it("another user's endpoint is not found on the OpenAI routes either, and no job is run on it", async () => {
+    for (const [method, path, body] of openAiRows()) {
+      expectOpenAiError(await t.api(method, path, body, { key: bobKey }), 404, 'ENDPOINT_NOT_FOUND', path);
+    }
+    await adminResourcesIntact();
+  });
+
+  it("each user has a webhook signing secret of their own: another user's rotation leaves it as it was", async () => {
+    const admin = (await t.api('GET', '/v1/webhook-secret')).json.secret as string;
+    const bob = await t.api('GET', '/v1/webhook-secret', undefined, { key: bobKey });
+    expect(bob.status, bob.text).toBe(200);
+    expect(bob.json.secret).not.toBe(admin);
+    const rotated = await t.api('POST', '/v1/webhook-secret', undefined, { key: bobKey });
+    expect(rotated.json.secret).not.toBe(bob.json.secret);
+    expect((await t.api('GET', '/v1/webhook-secret')).json.secret).toBe(admin);
   });
 
   it("lists and billing never show another user's resources", async () => {
@@ -173,6 +208,13 @@ describe('scopes', () => {
       if (access === 'write') expectError(res, 401, 'FORBIDDEN', `${method} ${path}`);
       else expect(res.status, `${method} ${path}`).toBe(200);
     }
+    for (const [method, path, body] of openAiRows()) {
+      expectOpenAiError(await t.api(method, path, body, { key: readKey }), 401, 'FORBIDDEN', path);
+    }
+    // The webhook signing secret lets its holder forge deliveries: not for a read key.
+    for (const method of ['GET', 'POST']) {
+      expectError(await t.api(method, '/v1/webhook-secret', undefined, { key: readKey }), 401, 'FORBIDDEN', method);
+    }
     await adminResourcesIntact();
   });
 
@@ -183,6 +225,13 @@ describe('scopes', () => {
     for (const [method, path, body] of collections) {
       expectError(await t.api(method, path, body, { key: restrictedKey }), 401, 'FORBIDDEN', `${method} ${path}`);
     }
+    for (const [method, path, body] of openAiRows()) {
+      expectOpenAiError(await t.api(method, path, body, { key: restrictedKey }), 401, 'FORBIDDEN', path);
+    }
+    for (const method of ['GET', 'POST']) {
+      const res = await t.api(method, '/v1/webhook-secret', undefined, { key: restrictedKey });
+      expectError(res, 401, 'FORBIDDEN', method);
+    }
     await adminResourcesIntact();
   });
 
@@ -190,6 +239,12 @@ describe('scopes', () => {
     for (const [method, path, body] of [...rows(), ...collections.map(([m, p, b]) => [m, p, b] as const)]) {
       expectError(await t.api(method, path, body, { key: null }), 401, 'UNAUTHORIZED', `${method} ${path}`);
       expectError(await t.api(method, path, body, { key: 'wharf_wrong' }), 401, 'UNAUTHORIZED', `${method} ${path}`);
+    }
+    for (const [method, path, body] of openAiRows()) {
+      expectOpenAiError(await t.api(method, path, body, { key: null }), 401, 'UNAUTHORIZED', path);
+    }
+    for (const method of ['GET', 'POST']) {
+      expectError(await t.api(method, '/v1/webhook-secret', undefined, { key: null }), 401, 'UNAUTHORIZED', method);
     }
   });
 });
