@@ -42,7 +42,9 @@ export function checkServerConfig(config: Config): CheckedConfig {
   if (config.secretKey) check('', () => decodeSecretKey(config.secretKey!), null);
   if (config.store !== 'sqlite') {
     if (!/^postgres(ql)?:\/\/./.test(config.store)) {
-      problems.push(`--store / WHARF_STORE must be sqlite or a postgres:// URL, got '${config.store}'`);
+      problems.push(
+        `--store / WHARF_STORE must be sqlite or a postgres:// URL, got '${withoutPassword(config.store)}'`,
+      );
     } else if (!config.secretKey) {
       // Every node must open the secrets another node sealed (registry credentials, s3Config, webhook secrets): a
       // per-node generated key cannot.
@@ -60,6 +62,14 @@ export function checkServerConfig(config: Config): CheckedConfig {
       : check('--cors-origins / WHARF_CORS_ORIGINS', () => parseCorsOrigins(config.corsOrigins!), null);
   if (problems.length > 0) throw new ConfigError(problems);
   return { gpus, prices, corsOrigins };
+}
+
+/**
+ * A URL as a refusal may quote it: the password of its user info masked (everything up to the last `@`, so a
+ * password holding an unescaped `@` or `/` is masked whole). The refusal goes to stderr, and from there to a log.
+ */
+function withoutPassword(url: string): string {
+  return url.replace(/(\/\/[^/:@\s]*):\S*@/, '$1:***@');
 }
 
 function readPrices(path: string): PriceTable {
