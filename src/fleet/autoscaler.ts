@@ -18,8 +18,8 @@
  *         throttled one already stands for that extra worker (so waiting on capacity does not ratchet up).
  *   - Both: with queued jobs and zero live workers f >= 1 at once — scale from zero must not wait scalerValue.
  * - Stops only ever name `idle` workers; running and initializing workers are never stopped (a running worker
- *   finishes its jobs first; the next ticks see it idle). `retire` names busy or starting outdated workers: they take
- *   no new job and the supervisor stops them once they hold none. A retiring worker (`retiring`) and a stopping one
+ *   finishes its jobs first; the next ticks see it idle). `retire` names busy or starting outdated workers, and busy
+ *   or starting ones beyond workersMax: they take no new job and the supervisor stops them once they hold none. A retiring worker (`retiring`) and a stopping one
  *   (`holding`) still hold a slot toward workersMax (and their GPUs) but serve nobody new: the rules below do not
  *   count them as serving.
  * - Rolling update, surge first, one for one: each outdated worker that serves gets its own current-version
@@ -33,8 +33,9 @@
  * - Precedence when several rules apply (counting serving workers without the unproven ones):
  *   1. hand-over: outdated workers whose replacements are ready leave.
  *   2. above-max: workers beyond workersMax go right away: outdated ones first (idle ones stop, busy ones retire
- *      and finish their jobs), then the longest idle current ones, never below workersMin current-version workers.
- *      Busy current-version workers are never cut for it.
+ *      and finish their jobs), then the longest idle current ones, then current ones still starting, then the least
+ *      busy current ones (retired: they finish their jobs), never below workersMin current-version workers. Waiting
+ *      to see a busy worker idle would keep it for good under a steady queue.
  *   3. outdated-version: outdated idle workers beyond desired stop (surplus) without waiting for the idle timeout;
  *      a busy one beyond desired hands over to an idle current-version worker if one is there, which the idle
  *      timeout then keeps (busy workers are never cut for surplus alone). When capacity is 0, the fleet is whole
@@ -122,7 +123,10 @@ export interface ScalingDecision {
   /** Starts wanted but held back: workersMax is taken by workers still stopping or finishing their last jobs. */
   held: number;
   stop: Array<{ workerId: string; reason: StopReason }>;
-  /** Outdated workers to retire (busy or starting): they take no new job and are stopped once they hold none. */
+  /**
+   * Workers to retire (busy or starting): outdated ones, and those beyond workersMax. They take no new job and are
+   * stopped once they hold none.
+   */
   retire: Array<{ workerId: string; reason: StopReason }>;
   reason: ScalingReason;
 }
@@ -273,6 +277,16 @@ export function decideScaling(
     if (currentLeft <= min) continue;
     leave(w, 'above-max');
     spareIdle -= 1;
+  }
+  // Then busy ones retire (they finish their jobs and take no new one), those still starting first (counted only when
+  // no outdated worker serves): under a steady queue a worker takes its next job the moment it posts a result, so
+  // waiting to see it idle would keep it beyond workersMax (even 0) for good.
+  const busyCurrent = serving.filter(
+    (x) => isCurrent(x) && !gone.has(x.id) && (x.state === 'running' || (x.state === 'initializing' && unproven === 0)),
+  );
+  for (const w of busyCurrent.sort(idleThenLeastBusy)) {
+    if (counted() <= max || currentLeft <= min) break;
+    leave(w, 'above-max');
   }
 
   // 3. outdated-version: beyond desired, outdated workers go as above; with no capacity, one makes way.

@@ -464,7 +464,8 @@ export class Supervisor {
       if (keepAsStandby) await this.toStandby(m);
       else this.stopSoon(m, s.reason, { ifIdle: true });
     }
-    // Outdated workers, busy or starting, take no new job from now on; the pass that sees one without jobs stops it.
+    // Retired workers (outdated, or busy beyond workersMax) take no new job from now on; the pass that sees one without
+    // jobs stops it.
     for (const r of decision.retire) {
       await this.d.store.markWorker(r.workerId, now, { retired: true, reason: `${r.reason}: finishing its jobs` });
     }

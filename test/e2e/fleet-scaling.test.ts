@@ -140,3 +140,33 @@ it('a worker taking a short job every second is not stopped as idle between pass
     await closeFleet(sparse);
   }
 }, 60_000);
+
+it('lowering workersMax under a steady queue retires the busy workers beyond it; workersMax 0 stops the last', async () => {
+  const ep = await t.endpoint({ workersMax: 2, scalerType: 'REQUEST_COUNT', scalerValue: 1, idleTimeout: 60 });
+  // About 10 s of work for two workers: the queue never empties while the test looks.
+  await Promise.all(Array.from({ length: 40 }, (_, i) => t.run(ep, { sleepMs: 500, n: i })));
+  await waitUntil(async () => (await t.health(ep)).workers.running === 2, 15_000);
+
+  // Each worker is busy at every pass, and takes its next job the moment it posts a result: none is ever idle to stop.
+  expect((await t.api('PATCH', `/v1/endpoints/${ep}`, { workersMax: 1 })).status).toBe(200);
+  await waitUntil(
+    () => t.pids().length === 1,
+    5_000,
+    () => `pids ${t.pids().join(',')}`,
+  );
+  const h1 = await t.health(ep);
+  expect(h1.jobs.inQueue).toBeGreaterThan(0);
+  expect(h1.workers.running + h1.workers.idle + h1.workers.initializing).toBeLessThanOrEqual(1);
+
+  expect((await t.api('PATCH', `/v1/endpoints/${ep}`, { workersMax: 0 })).status).toBe(200);
+  await waitUntil(
+    () => t.pids().length === 0,
+    5_000,
+    () => `pids ${t.pids().join(',')}`,
+  );
+  const h0 = await t.health(ep);
+  expect(h0.jobs.inQueue).toBeGreaterThan(0);
+  // The retired workers finished the jobs they held: none failed or went back to the queue for the stops.
+  expect(h0.jobs).toMatchObject({ inProgress: 0, failed: 0, retried: 0 });
+  expect(h0.scaling?.reason).toBe('max-workers-zero');
+}, 60_000);

@@ -249,11 +249,59 @@ const cases: Case[] = [
     },
   },
   {
-    name: 'above max never stops running workers',
+    name: 'above max never stops running workers: it retires them',
     policy: { workersMax: 1 },
     queue: { inProgress: 2 },
     workers: [w('a', 'running'), w('b', 'running'), w('c', 'idle')],
-    expect: { desired: 1, start: 0, stop: [{ workerId: 'c', reason: 'above-max' }] },
+    expect: {
+      desired: 1,
+      start: 0,
+      stop: [{ workerId: 'c', reason: 'above-max' }],
+      retire: [{ workerId: 'a', reason: 'above-max' }],
+    },
+  },
+  {
+    name: 'workersMax lowered under a steady queue: busy workers beyond it retire (they finish their jobs), least busy first',
+    policy: { scalerType: 'REQUEST_COUNT', scalerValue: 1, workersMax: 1 },
+    queue: { inQueue: 20, inProgress: 4, oldestQueuedAgeMs: 0 },
+    workers: [w('a', 'running', { runningJobs: 2 }), w('b', 'running'), w('c', 'running')],
+    expect: {
+      desired: 1,
+      start: 0,
+      stop: [],
+      retire: [
+        { workerId: 'b', reason: 'above-max' },
+        { workerId: 'c', reason: 'above-max' },
+      ],
+      reason: 'above-max',
+    },
+  },
+  {
+    name: 'workersMax 0 retires the last busy worker; the queue waits',
+    policy: { workersMax: 0 },
+    queue: { inQueue: 5, inProgress: 1, oldestQueuedAgeMs: 60_000 },
+    workers: [w('a', 'running')],
+    expect: { desired: 0, start: 0, stop: [], retire: [{ workerId: 'a', reason: 'above-max' }] },
+  },
+  {
+    name: 'above max, workers still starting retire before busy ones',
+    policy: { workersMax: 1 },
+    queue: { inQueue: 3, inProgress: 1, oldestQueuedAgeMs: 0 },
+    workers: [w('a', 'running'), w('b', 'initializing'), w('c', 'initializing')],
+    expect: {
+      stop: [],
+      retire: [
+        { workerId: 'b', reason: 'above-max' },
+        { workerId: 'c', reason: 'above-max' },
+      ],
+    },
+  },
+  {
+    name: 'above max, idle workers go before busy ones retire',
+    policy: { workersMax: 1 },
+    queue: { inQueue: 3, inProgress: 2, oldestQueuedAgeMs: 0 },
+    workers: [w('a', 'running'), w('b', 'running'), w('c', 'idle')],
+    expect: { stop: [{ workerId: 'c', reason: 'above-max' }], retire: [{ workerId: 'a', reason: 'above-max' }] },
   },
   {
     name: 'rolling update starts a replacement beside an idle outdated worker (surge), stopping nothing yet',
@@ -518,10 +566,11 @@ describe('decideScaling — invariants over random inputs', () => {
       expect(retired.size, ctx).toBe(d.retire.length);
       for (const s of d.retire) {
         const target = byId.get(s.workerId);
-        // Only busy or starting outdated workers retire, and not twice.
+        // Only busy or starting outdated workers retire, or busy ones beyond workersMax, and not twice.
         expect(['running', 'initializing'], ctx).toContain(target?.state);
-        expect([target?.retiring ?? false, s.reason], ctx).toEqual([false, 'outdated-version']);
-        expect(target?.version, ctx).toBeLessThan(p.version);
+        expect(target?.retiring ?? false, ctx).toBe(false);
+        if (s.reason !== 'above-max')
+          expect([s.reason, target!.version < p.version], ctx).toEqual(['outdated-version', true]);
         expect(stopped.has(s.workerId), ctx).toBe(false);
       }
 
@@ -530,6 +579,13 @@ describe('decideScaling — invariants over random inputs', () => {
       // Serving: neither retiring before nor retired now.
       const servingAfter = liveAfter.filter((x) => !x.retiring && !retired.has(x.id));
       const normalStart = d.start - d.surge;
+      // Beyond workersMax no worker keeps serving (not counting replacements still starting during an update).
+      const unproven = live.some((x) => !x.retiring && !current(x))
+        ? servingAfter.filter((x) => current(x) && x.state === 'initializing').length
+        : 0;
+      expect(servingAfter.length - unproven, ctx).toBeLessThanOrEqual(
+        Math.max(p.workersMax, Math.min(p.workersMin, live.filter((x) => current(x) && !x.retiring).length)),
+      );
       // Plain starts stay within workersMax, retiring workers included: they hold their slots until stopped.
       if (normalStart > 0) expect(liveAfter.length + normalStart, ctx).toBeLessThanOrEqual(p.workersMax);
       expect(d.throttled >= 0 && d.held >= 0 && d.surgeFor.length === d.surge, ctx).toBe(true);
