@@ -252,6 +252,8 @@ export class Supervisor {
     for (const m of this.managed.values()) ids.add(m.endpointId);
     for (const id of await this.d.store.activeEndpointIds()) ids.add(id);
     for (const e of await this.d.store.listEndpoints(null)) if (e.workersMin > 0) ids.add(e.id);
+    // Workers wanted at the last pass (for jobs since cancelled, purged or expired): one more pass says they are not.
+    for (const [id, s] of this.statuses) if (s.throttled > 0) ids.add(id);
     for (const id of ids) {
       try {
         await this.reconcile(id);

@@ -363,3 +363,28 @@ describe('/health scaling', () => {
     }
   });
 });
+
+describe('/health throttled workers', () => {
+  it('a start wanted for lack of a GPU is no longer counted once its job is gone', async () => {
+    const gpuFleet = await startFleet({ gpus: 'NVIDIA A40:1' });
+    try {
+      const gpu = { computeType: 'GPU', gpuTypeIds: ['NVIDIA A40'], gpuCount: 1, workersMax: 1, idleTimeout: 60 };
+      const holder = await gpuFleet.endpoint(gpu);
+      const waiting = await gpuFleet.endpoint(gpu);
+      // The only GPU is held by the first endpoint's idle worker for a minute.
+      expect((await gpuFleet.waitJob(holder, await gpuFleet.run(holder, { n: 1 }))).status).toBe('COMPLETED');
+      const id = await gpuFleet.run(waiting, { n: 2 });
+      const h = await gpuFleet.untilScaling(waiting, 'no-gpu-capacity');
+      expect(h.workers.throttled).toBe(1);
+
+      expect((await gpuFleet.api('POST', `/v2/${waiting}/cancel/${id}`)).json.status).toBe('CANCELLED');
+      // Many passes later: nothing is queued and no worker is wanted.
+      await sleep(1000);
+      const after = await gpuFleet.health(waiting);
+      expect(after.jobs.inQueue).toBe(0);
+      expect(after.workers.throttled).toBe(0);
+    } finally {
+      await closeFleet(gpuFleet);
+    }
+  });
+});
