@@ -289,7 +289,9 @@ export class Supervisor {
     // every pass for the workers already running: the same rule.
     const refusal = this.d.inventory.placementRefusal(request);
     const views = await this.viewsOf(endpoint, mine, records, load, now, refusal);
-    const capacity = this.d.inventory.capacityFor(request);
+    // A standby of this endpoint holds its GPUs for this endpoint's next start (startPlanned serves with it first).
+    const ownStandbys = mine.filter((m) => m.standby && !m.stopping && m.version === endpoint.version).map((m) => m.id);
+    const capacity = this.d.inventory.capacityFor(request, new Set(ownStandbys));
     // Workers still stopping hold their process (and GPU) until they are gone: workersMax counts them.
     let stopping = 0;
     for (const m of this.managed.values()) if (m.endpointId === endpointId && m.stopping) stopping++;

@@ -271,3 +271,38 @@ it("a FlashBoot standby makes way when another endpoint's start waits for its GP
   // And the FlashBoot endpoint still starts when it gets work again (a cold start, once the GPU is free).
   expect(await t.waitJob(flash, await t.run(flash, { n: 3 }), 20_000)).toMatchObject({ status: 'COMPLETED' });
 }, 60_000);
+
+it('a FlashBoot standby on the only GPU serves again when workersMin is raised: its GPU is its own endpoint’s', async () => {
+  t = await startFleet({ gpus: 'NVIDIA A40:1' });
+  const flash = await t.endpoint({
+    computeType: 'GPU',
+    gpuTypeIds: ['NVIDIA A40'],
+    gpuCount: 1,
+    workersMax: 1,
+    idleTimeout: 1,
+    flashboot: true,
+  });
+  expect((await t.waitJob(flash, await t.run(flash, { n: 1 }))).status).toBe('COMPLETED');
+  await waitUntil(
+    async () => (await t!.health(flash)).workers.standby === 1,
+    10_000,
+    () => 'the standby',
+  );
+  const [pid] = t.pids();
+
+  // No job comes to wake it: the supervisor must bring it back rather than wait for a GPU that it holds itself.
+  expect((await t.api('PATCH', `/v1/endpoints/${flash}`, { workersMin: 1 })).status).toBe(200);
+  let h: any;
+  await waitUntil(
+    async () => {
+      h = await t!.health(flash);
+      return h.workers.idle === 1;
+    },
+    5_000,
+    () => JSON.stringify(h),
+  );
+  expect(h.workers).toMatchObject({ idle: 1, standby: 0, throttled: 0 });
+  expect(h.scaling).toBeUndefined();
+  expect(t.pids()).toEqual([pid]);
+  expect((await t.api('PATCH', `/v1/endpoints/${flash}`, { workersMin: 0, workersMax: 0 })).status).toBe(200);
+});
