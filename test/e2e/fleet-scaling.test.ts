@@ -170,3 +170,67 @@ it('lowering workersMax under a steady queue retires the busy workers beyond it;
   expect(h0.jobs).toMatchObject({ inProgress: 0, failed: 0, retried: 0 });
   expect(h0.scaling?.reason).toBe('max-workers-zero');
 }, 60_000);
+
+it('QUEUE_DELAY adds a worker once a normal job has waited scalerValue seconds; a lowPriority job never does', async () => {
+  const ep = await t.endpoint({ workersMax: 3, scalerType: 'QUEUE_DELAY', scalerValue: 2, idleTimeout: 60 });
+  const busy = await t.run(ep, { sleepMs: 9000 });
+  await t.untilRunning(ep, busy);
+  expect(t.pids()).toHaveLength(1);
+
+  // A lowPriority job waits behind the busy worker, past scalerValue: no worker is added for it.
+  const low = await t.api('POST', `/v2/${ep}/run`, { input: { n: 'low' }, policy: { lowPriority: true } });
+  expect(low.status).toBe(200);
+  await sleep(3000);
+  expect(t.pids()).toHaveLength(1);
+  expect((await t.status(ep, low.json.id)).status).toBe('IN_QUEUE');
+
+  // A normal job: nothing before scalerValue, one worker after it (and only one).
+  const since = Date.now();
+  const normal = await t.run(ep, { n: 'normal' });
+  await sleep(1200);
+  expect(t.pids()).toHaveLength(1);
+  await waitUntil(
+    () => t.pids().length === 2,
+    8_000,
+    () => `pids ${t.pids().join(',')}`,
+  );
+  expect(Date.now() - since).toBeGreaterThanOrEqual(2000);
+  const done = await t.waitJob(ep, normal);
+  expect(done.status).toBe('COMPLETED');
+  // The added worker serves the lowPriority job as well: dispatched like the others.
+  expect((await t.waitJob(ep, low.json.id)).status).toBe('COMPLETED');
+  expect(t.pids()).toHaveLength(2);
+}, 60_000);
+
+it('idleTimeout lowered on a live endpoint stops its idle worker without waiting out the old timeout', async () => {
+  const ep = await t.endpoint({ workersMax: 1, idleTimeout: 600 });
+  expect((await t.waitJob(ep, await t.run(ep, { n: 1 }))).status).toBe('COMPLETED');
+  await sleep(1500);
+  expect(t.pids()).toHaveLength(1);
+  expect((await t.api('PATCH', `/v1/endpoints/${ep}`, { idleTimeout: 1 })).status).toBe(200);
+  await waitUntil(
+    () => t.pids().length === 0,
+    5_000,
+    () => `pids ${t.pids().join(',')}`,
+  );
+  expect((await t.health(ep)).workers).toMatchObject({ idle: 0, running: 0, initializing: 0 });
+});
+
+it('deleting an endpoint stops its workers, a busy one too, and /health of the id is gone', async () => {
+  const ep = await t.endpoint({ workersMax: 2, scalerType: 'REQUEST_COUNT', scalerValue: 1, idleTimeout: 60 });
+  const busy = await t.run(ep, { sleepMs: 30_000 });
+  await t.untilRunning(ep, busy);
+  const idle = await t.run(ep, { n: 1 });
+  expect((await t.waitJob(ep, idle)).status).toBe('COMPLETED');
+  const pids = t.pids();
+  expect(pids).toHaveLength(2);
+
+  expect((await t.api('DELETE', `/v1/endpoints/${ep}`)).status).toBe(204);
+  // Not left running its job: SIGTERM, then SIGKILL after the grace (10 s here; the SDK's handler runs on).
+  await waitUntil(
+    () => pids.every((p) => !isAlive(p)) && t.pids().length === 0,
+    15_000,
+    () => `pids ${t.pids().join(',')}`,
+  );
+  expect((await t.api('GET', `/v2/${ep}/health`)).status).toBe(404);
+}, 30_000);
