@@ -221,7 +221,8 @@ export interface JobStore {
    * Put the worker's running jobs back into the queue (attempt fenced out, retries + 1), or FAILED after
    * `maxAttempts`. `maxAttempts: null`: the server's own doing (its restart or shutdown stopped the worker), so the
    * hand-out is not counted (attempt - 1); the job fails only once requeued MAX_REQUEUES times (domain releasedJob). `onlyJobIds` restricts it to those jobs
-   * (a ping showed they were lost); omitted = all.
+   * (a ping showed they were lost); omitted = all. A job past its ttl is left alone: it is gone, not FAILED (no
+   * webhook delivery), and expireJobs deletes it with a stop order.
    */
   releaseWorkerJobs(
     workerId: string,

@@ -175,6 +175,35 @@ describe('delivery on every final state', () => {
     expect(r.body).toBe((await t.api('GET', `/v2/${ep}/status/${id}`)).text);
   });
 
+  it('FAILED by a lost worker (a ping without the job, past maxAttempts); not when the job is past its ttl', async () => {
+    // Sweeps a minute apart: the ping, not the ttl sweep, is what finds the job first.
+    const lostClock = new TestClock();
+    const s = await startTestServer(
+      { sweepIntervalMs: 60_000, maxAttempts: 1, lostJobGraceMs: 1000, takeWaitMs: 500 },
+      { clock: lostClock },
+    );
+    try {
+      const ep = await createEndpoint(s);
+      const lost = await submit(s, ep, receiver.url('/ok'), { ttl: 60_000 });
+      const expired = await submit(s, ep, receiver.url('/ok'), { ttl: 10_000 });
+      const w = protocolWorker(s, ep, `w-hook-${++workerSeq}`);
+      expect((await w.takeBatch(2)).json.map((j: { id: string }) => j.id)).toEqual([lost, expired]);
+      lostClock.advance(11_000); // past the grace, and past the second job's ttl
+      expect((await w.ping([])).status).toBe(200);
+
+      await vi.waitFor(() => expect(receiver.forJob(lost)).toHaveLength(1), WAIT);
+      const r = receiver.forJob(lost)[0]!;
+      expect(JSON.parse(r.body)).toMatchObject({ id: lost, status: 'FAILED', error: expect.stringMatching(/lost/) });
+      expect(r.body).toBe((await s.api('GET', `/v2/${ep}/status/${lost}`)).text);
+      // The job past its ttl is gone, as /status says: deleted at its ttl while unfinished, it is reported to no one.
+      expect((await s.api('GET', `/v2/${ep}/status/${expired}`)).json.code).toBe('JOB_EXPIRED');
+      expect(await s.server.store.listWebhookDeliveries(ep, expired)).toEqual([]);
+      expect(receiver.forJob(expired)).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('a job without a webhook has no delivery; an unknown job is 404', async () => {
     const ep = await createEndpoint(t);
     const res = await t.api('POST', `/v2/${ep}/run`, { input: {} });

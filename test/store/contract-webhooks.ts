@@ -99,6 +99,21 @@ export function webhookStoreContract(name: string, open: () => Promise<Store>): 
       expect(await statuses(lease.id)).toEqual(['FAILED']);
     });
 
+    it('a lost worker leaves a job past its ttl to the ttl sweep: not FAILED, no delivery', async () => {
+      const ttlOver = T0 + 3_600_000; // newJob's ttl
+      const released = await submitTaken(HOOK, 'w1');
+      expect(await store.releaseWorkerJobs('w1', ttlOver, 1, 'lost')).toMatchObject({ requeued: [], failed: [] });
+      const leased = await submitTaken(HOOK, 'w2');
+      expect(await store.expireWorkerLeases(ttlOver, ttlOver, 1)).toMatchObject({ requeued: [], failed: [] });
+      for (const id of [released.id, leased.id]) expect(await store.listWebhookDeliveries(ep, id)).toEqual([]);
+      const swept = await store.expireJobs(ttlOver, 10);
+      expect(swept.map((s) => [s.job.status, s.stopWorkerId]).sort()).toEqual([
+        ['IN_PROGRESS', 'w1'],
+        ['IN_PROGRESS', 'w2'],
+      ]);
+      for (const id of [released.id, leased.id]) expect(await store.listWebhookDeliveries(ep, id)).toEqual([]);
+    });
+
     it('claims due deliveries under a lease; records attempts fenced by number; prunes finished ones', async () => {
       const job = await submitTaken(HOOK);
       await store.finishJob(ep, job.id, 'w1', DONE, T0 + 100);

@@ -41,9 +41,11 @@ async function release(
   reason: string,
   onlyJobIds?: string[],
 ): Promise<LeaseSweep> {
+  // Not a job past its ttl: it is gone, FAILED or not (expireJobs deletes it, with its own stop order).
   const rows = await c.query<JobRow>(
-    `SELECT * FROM jobs WHERE worker_id = $1 AND status = 'IN_PROGRESS' ORDER BY queued_at, seq FOR UPDATE`,
-    [workerId],
+    `SELECT * FROM jobs WHERE worker_id = $1 AND status = 'IN_PROGRESS' AND expires_at > $2
+     ORDER BY queued_at, seq FOR UPDATE`,
+    [workerId, now],
   );
   const sweep: LeaseSweep = { workerIds: [], requeued: [], failed: [] };
   for (const r of rows.rows) {

@@ -417,9 +417,10 @@ export class SqliteJobs {
     reason: string,
     onlyJobIds?: string[],
   ): LeaseSweep {
-    const rows = this.jobsQ(`SELECT ${JOB_COLUMNS} FROM jobs WHERE worker_id = ? AND status = 'IN_PROGRESS'`).all(
-      workerId,
-    ) as unknown as JobRow[];
+    // Not a job past its ttl: it is gone, FAILED or not (expire deletes it, with its own stop order).
+    const rows = this.jobsQ(
+      `SELECT ${JOB_COLUMNS} FROM jobs WHERE worker_id = ? AND status = 'IN_PROGRESS' AND expires_at > ?`,
+    ).all(workerId, now) as unknown as JobRow[];
     const sweep: LeaseSweep = { workerIds: [], requeued: [], failed: [] };
     for (const r of rows) {
       const job = toJob(r);
