@@ -147,6 +147,17 @@ describe('delivery on every final state', () => {
     expect(metrics.text).toContain(`wharf_webhook_attempts_total{endpoint="${ep}",outcome="delivered"} 1`);
   });
 
+  it('a big output (8 MB, multi-byte text) arrives whole, as /status shows it, and its signature verifies', async () => {
+    const ep = await createEndpoint(t);
+    const text = 'é✓ '.repeat(1_000_000); // 6 MB of UTF-8
+    const id = await finished(t, ep, receiver.url('/ok'), { output: { text, pad: 'x'.repeat(2_000_000) } });
+    await vi.waitFor(() => expect(receiver.forJob(id)).toHaveLength(1), WAIT);
+    const r = receiver.forJob(id)[0]!;
+    expect(r.body).toBe((await t.api('GET', `/v2/${ep}/status/${id}`)).text);
+    expect(JSON.parse(r.body).output.text).toBe(text);
+    expect(signatureOk(await secretOf(t), r)).toBe(true);
+  });
+
   it('FAILED', async () => {
     const ep = await createEndpoint(t);
     const id = await finished(t, ep, receiver.url('/ok'), { error: 'handler blew up' });
@@ -204,6 +215,36 @@ describe('delivery on every final state', () => {
     }
   });
 
+  it('a job retried (/retry) that finishes again is reported again, as a new delivery; once per final state', async () => {
+    const ep = await createEndpoint(t);
+    const id = await finished(t, ep, receiver.url('/ok'), { error: 'first try failed' });
+    await vi.waitFor(() => expect(receiver.forJob(id)).toHaveLength(1), WAIT);
+    expect((await t.api('POST', `/v2/${ep}/retry/${id}`)).status).toBe(200);
+    const w = protocolWorker(t, ep, `w-hook-${++workerSeq}`);
+    expect((await w.take()).json.id).toBe(id);
+    expect((await w.done(id, { output: 'second try' })).status).toBe(200);
+    await vi.waitFor(() => expect(receiver.forJob(id)).toHaveLength(2), WAIT);
+
+    const [first, second] = receiver.forJob(id);
+    expect(JSON.parse(first!.body)).toMatchObject({ status: 'FAILED', error: 'first try failed' });
+    expect(second!.body).toBe((await t.api('GET', `/v2/${ep}/status/${id}`)).text);
+    expect(JSON.parse(second!.body)).toMatchObject({ status: 'COMPLETED', output: 'second try' });
+    expect(second!.headers['x-wharf-delivery-id']).not.toBe(first!.headers['x-wharf-delivery-id']);
+    expect(second!.headers['x-wharf-attempt']).toBe('1');
+    await vi.waitFor(
+      async () =>
+        expect((await deliveries(t, ep, id)).map((d) => [d.jobStatus, d.state])).toEqual([
+          ['FAILED', 'delivered'],
+          ['COMPLETED', 'delivered'],
+        ]),
+      WAIT,
+    );
+    // Nothing more: a cancel of the finished job changes nothing and sends nothing.
+    expect((await t.api('POST', `/v2/${ep}/cancel/${id}`)).json.status).toBe('COMPLETED');
+    await new Promise((resolve) => setTimeout(resolve, RETRY_MS * 2));
+    expect(receiver.forJob(id)).toHaveLength(2);
+  });
+
   it('a job without a webhook has no delivery; an unknown job is 404', async () => {
     const ep = await createEndpoint(t);
     const res = await t.api('POST', `/v2/${ep}/run`, { input: {} });
@@ -235,6 +276,23 @@ describe('retries and timeouts', () => {
     expect(d.attempts[0].error).toMatch(/500/);
     await new Promise((resolve) => setTimeout(resolve, RETRY_MS * 3));
     expect(receiver.forJob(id)).toHaveLength(3);
+  });
+
+  it('a refused connection is a failed attempt, retried like a non-200 answer', async () => {
+    const closed = new Receiver();
+    await closed.start();
+    const url = closed.url('/ok');
+    await closed.close(); // nothing listens on its port now
+    const ep = await createEndpoint(t);
+    const id = await finished(t, ep, url, { output: 'x' });
+    await vi.waitFor(async () => expect((await deliveries(t, ep, id))[0]?.state).toBe('failed'), WAIT);
+    const [d] = await deliveries(t, ep, id);
+    expect(d.attempts.map((a: any) => [a.attempt, a.statusCode])).toEqual([
+      [1, null],
+      [2, null],
+      [3, null],
+    ]);
+    expect(d.attempts[0].error).toMatch(/ECONNREFUSED/);
   });
 
   it('redirects are not followed', async () => {
