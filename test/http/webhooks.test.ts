@@ -1,9 +1,10 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { dropSchemas, newSchema, pgUnavailable, schemaUrl } from '../helpers/postgres.ts';
 import { createEndpoint, protocolWorker, startTestServer, TestClock, type TestServer } from '../helpers/server.ts';
 
 /** Webhooks (interface §6, DESIGN.md §3 "Webhooks", docs/webhooks.md) against a real receiver on loopback. */
@@ -79,6 +80,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
   await receiver.close();
+  await dropSchemas();
 });
 
 /** What the helpers below need: the test server, or a tenant's view of it (its own key). */
@@ -578,6 +580,49 @@ describe('restart', () => {
       }
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+const noPostgres = await pgUnavailable('Webhooks on two nodes sharing PostgreSQL');
+
+describe.skipIf(noPostgres !== null)('multi-node (two nodes on one PostgreSQL)', () => {
+  it('only the leader delivers, once per job whichever node finished it; the next leader takes over', async () => {
+    const config = {
+      store: schemaUrl(newSchema(), 4),
+      secretKey: randomBytes(32).toString('base64'),
+      webhookRetryDelayMs: RETRY_MS,
+      takeWaitMs: 500,
+    };
+    const nodes = [await startTestServer(config), await startTestServer(config)];
+    const isLeader = async (s: TestServer) => (await s.api('GET', '/readyz')).json.leader === true;
+    try {
+      await vi.waitFor(async () => expect((await Promise.all(nodes.map(isLeader))).sort()).toEqual([false, true]), {
+        timeout: 10_000,
+      });
+      const ep = await createEndpoint(nodes[0]!);
+      const ids: string[] = [];
+      for (let i = 0; i < 6; i++) ids.push(await finished(nodes[i % 2]!, ep, receiver.url('/ok'), { output: i }));
+      await vi.waitFor(() => expect(ids.map((id) => receiver.forJob(id).length)).toEqual(ids.map(() => 1)), WAIT);
+      await new Promise((resolve) => setTimeout(resolve, 1500)); // the follower's would-be poll
+      expect(ids.map((id) => receiver.forJob(id).length)).toEqual(ids.map(() => 1));
+      // Attempts are counted where they are made: all on the leader.
+      const leader = (await isLeader(nodes[0]!)) ? 0 : 1;
+      const attempts = async (s: TestServer) =>
+        (await s.api('GET', '/metrics')).text.match(
+          new RegExp(`wharf_webhook_attempts_total\\{endpoint="${ep}",outcome="delivered"\\} (\\d+)`),
+        )?.[1];
+      expect(await attempts(nodes[leader]!)).toBe('6');
+      expect(await attempts(nodes[1 - leader]!)).toBeUndefined();
+
+      // The leader goes; the other node takes its duties over and delivers what finishes now.
+      await nodes[leader]!.close();
+      const survivor = nodes[1 - leader]!;
+      const later = await finished(survivor, ep, receiver.url('/ok'), { output: 'after' });
+      await vi.waitFor(() => expect(receiver.forJob(later)).toHaveLength(1), { timeout: 10_000 });
+      expect(await isLeader(survivor)).toBe(true);
+    } finally {
+      for (const s of nodes) await s.close();
     }
   });
 });
