@@ -177,6 +177,21 @@ describe('delivery on every final state', () => {
     expect(JSON.parse(receiver.forJob(id)[0]!.body)).toEqual({ id, status: 'CANCELLED' });
   });
 
+  it('CANCELLED while running: one delivery, as /status shows it; the late result of the worker sends nothing', async () => {
+    const ep = await createEndpoint(t);
+    const id = await submit(t, ep, receiver.url('/ok'));
+    const w = protocolWorker(t, ep, `w-hook-${++workerSeq}`);
+    expect((await w.take()).json.id).toBe(id);
+    expect((await t.api('POST', `/v2/${ep}/cancel/${id}`)).json.status).toBe('CANCELLED');
+    expect((await w.done(id, { output: 'too late' })).status).not.toBe(200);
+    await vi.waitFor(() => expect(receiver.forJob(id)).toHaveLength(1), WAIT);
+    const r = receiver.forJob(id)[0]!;
+    expect(JSON.parse(r.body)).toMatchObject({ id, status: 'CANCELLED', workerId: expect.any(String) });
+    expect(r.body).toBe((await t.api('GET', `/v2/${ep}/status/${id}`)).text);
+    await new Promise((resolve) => setTimeout(resolve, RETRY_MS * 2));
+    expect(receiver.forJob(id)).toHaveLength(1);
+  });
+
   it('TIMED_OUT (by the sweep)', async () => {
     const ep = await createEndpoint(t);
     const id = await submit(t, ep, receiver.url('/ok'), { executionTimeout: 5000 });
@@ -278,6 +293,16 @@ describe('retries and timeouts', () => {
     expect(d.attempts[0].error).toMatch(/500/);
     await new Promise((resolve) => setTimeout(resolve, RETRY_MS * 3));
     expect(receiver.forJob(id)).toHaveLength(3);
+  });
+
+  it('another 2xx than 200 is a failed attempt, retried', async () => {
+    receiver.switchStatus = 204;
+    const ep = await createEndpoint(t);
+    const id = await finished(t, ep, receiver.url('/switch'), { output: 'x' });
+    await vi.waitFor(async () => expect((await deliveries(t, ep, id))[0]?.state).toBe('failed'), WAIT);
+    const [d] = await deliveries(t, ep, id);
+    expect(d.attempts.map((a: any) => a.statusCode)).toEqual([204, 204, 204]);
+    expect(d.attempts[0].error).toMatch(/only 200 ends delivery/);
   });
 
   it('a refused connection is a failed attempt, retried like a non-200 answer', async () => {
