@@ -272,6 +272,34 @@ describe('delivery on every final state', () => {
   });
 });
 
+describe('the delivery log', () => {
+  it('stays readable after the job is deleted at its ttl, and is pruned 24 hours after the delivery finished', async () => {
+    const logClock = new TestClock();
+    const s = await startTestServer({ webhookRetryDelayMs: RETRY_MS, takeWaitMs: 500 }, { clock: logClock });
+    try {
+      const ep = await createEndpoint(s);
+      const id = await submit(s, ep, receiver.url('/ok'), { ttl: 10_000 });
+      const w = protocolWorker(s, ep, `w-hook-${++workerSeq}`);
+      expect((await w.take()).json.id).toBe(id);
+      expect((await w.done(id, { output: 'kept' })).status).toBe(200);
+      await vi.waitFor(async () => expect((await deliveries(s, ep, id))[0]?.state).toBe('delivered'), WAIT);
+
+      logClock.advance(11_000); // past the job's ttl: the sweep deletes it
+      await vi.waitFor(
+        async () => expect((await s.api('GET', `/v2/${ep}/status/${id}`)).json.code).toBe('JOB_EXPIRED'),
+        WAIT,
+      );
+      expect((await deliveries(s, ep, id)).map((d) => [d.jobStatus, d.state])).toEqual([['COMPLETED', 'delivered']]);
+
+      logClock.advance(24 * 3_600_000);
+      await vi.waitFor(async () => expect((await s.api('GET', `/v2/${ep}/webhooks/${id}`)).status).toBe(404), WAIT);
+      expect(receiver.forJob(id)).toHaveLength(1);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('retries and timeouts', () => {
   it('a non-200 answer is retried 2 more times, RETRY_MS apart, then given up; every attempt is listed', async () => {
     const ep = await createEndpoint(t);
