@@ -397,6 +397,24 @@ describe('retries and timeouts', () => {
   });
 });
 
+describe('concurrency', () => {
+  it('at most webhookConcurrency attempts are in flight at once', async () => {
+    // Attempts time out only long after this test: the hung ones certainly hold their slots throughout.
+    const s = await startTestServer({ webhookConcurrency: 2, webhookTimeoutMs: 60_000, takeWaitMs: 500 });
+    try {
+      const ep = await createEndpoint(s);
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) ids.push(await finished(s, ep, receiver.url('/hang'), { output: i }));
+      const sent = () => ids.filter((id) => receiver.forJob(id).length > 0).length;
+      await vi.waitFor(() => expect(sent()).toBe(2), WAIT);
+      await new Promise((resolve) => setTimeout(resolve, 1500)); // more than a poll
+      expect(sent()).toBe(2);
+    } finally {
+      await s.close(); // cuts the hung attempts off
+    }
+  });
+});
+
 describe('the signing secret', () => {
   it('is read with GET and rotated with POST; later deliveries use the new one', async () => {
     const before = await secretOf(t);
