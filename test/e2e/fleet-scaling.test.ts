@@ -154,9 +154,15 @@ it('lowering workersMax under a steady queue retires the busy workers beyond it;
     5_000,
     () => `pids ${t.pids().join(',')}`,
   );
-  const h1 = await t.health(ep);
+  // The stopped worker's record follows its exit (the supervisor hears of it a moment after the pid file goes).
+  const live = (h: any): number => h.workers.running + h.workers.idle + h.workers.initializing;
+  let h1: any;
+  await waitUntil(
+    async () => live((h1 = await t.health(ep))) <= 1,
+    5_000,
+    () => JSON.stringify(h1),
+  );
   expect(h1.jobs.inQueue).toBeGreaterThan(0);
-  expect(h1.workers.running + h1.workers.idle + h1.workers.initializing).toBeLessThanOrEqual(1);
 
   expect((await t.api('PATCH', `/v1/endpoints/${ep}`, { workersMax: 0 })).status).toBe(200);
   await waitUntil(
@@ -164,7 +170,12 @@ it('lowering workersMax under a steady queue retires the busy workers beyond it;
     5_000,
     () => `pids ${t.pids().join(',')}`,
   );
-  const h0 = await t.health(ep);
+  let h0: any;
+  await waitUntil(
+    async () => live((h0 = await t.health(ep))) === 0 && h0.jobs.inProgress === 0,
+    5_000,
+    () => JSON.stringify(h0),
+  );
   expect(h0.jobs.inQueue).toBeGreaterThan(0);
   // The retired workers finished the jobs they held: none failed or went back to the queue for the stops.
   expect(h0.jobs).toMatchObject({ inProgress: 0, failed: 0, retried: 0 });
@@ -213,7 +224,14 @@ it('idleTimeout lowered on a live endpoint stops its idle worker without waiting
     5_000,
     () => `pids ${t.pids().join(',')}`,
   );
-  expect((await t.health(ep)).workers).toMatchObject({ idle: 0, running: 0, initializing: 0 });
+  // The worker's record follows its exit (the supervisor hears of it a moment after the pid file goes).
+  let workers: any;
+  await waitUntil(
+    async () => (workers = (await t.health(ep)).workers).idle === 0,
+    5_000,
+    () => JSON.stringify(workers),
+  );
+  expect(workers).toMatchObject({ idle: 0, running: 0, initializing: 0 });
 });
 
 it('deleting an endpoint stops its workers, a busy one too, and /health of the id is gone', async () => {
