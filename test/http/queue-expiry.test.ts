@@ -52,6 +52,20 @@ function expectGone(res: ApiResponse, code: 'JOB_EXPIRED' | 'JOB_RESULTS_EXPIRED
 }
 
 /**
+ * Run `fn` against a server of its own whose sweeper makes no pass after its start (one a minute), on a clock of its
+ * own: what a request sees of a limit before any sweep acts on it.
+ */
+async function withoutSweeps(fn: (slow: TestServer, slowClock: TestClock) => Promise<void>): Promise<void> {
+  const slowClock = new TestClock();
+  const slow = await startTestServer({ sweepIntervalMs: 60_000, takeWaitMs: 500 }, { clock: slowClock });
+  try {
+    await fn(slow, slowClock);
+  } finally {
+    await slow.close();
+  }
+}
+
+/**
  * How far before a limit the "not yet" checks move the clock. The clock runs on in real time, and the requests between
  * the start of the limit and the check must take less than this: so it is seconds, for a busy machine.
  */
@@ -149,24 +163,18 @@ describe('ttl', () => {
 
   it('an expired job is refused and reported 404 even before a sweep has deleted it', async () => {
     // Sweeps every minute (one ran at start): only the request path itself can notice the expiry.
-    const slowClock = new TestClock();
-    const slow = await startTestServer({ sweepIntervalMs: 60_000, takeWaitMs: 500 }, { clock: slowClock });
-    try {
+    await withoutSweeps(async (slow, slowClock) => {
       const ep = await createEndpoint(slow);
       const run = await slow.api('POST', `/v2/${ep}/run`, { input: {}, policy: { ttl: 10_000 } });
       slowClock.advance(10_001);
       expect((await protocolWorker(slow, ep, 'w-slow').take()).status).toBe(204);
       const res = await slow.api('GET', `/v2/${ep}/status/${run.json.id}`);
       expectGone(res, 'JOB_EXPIRED');
-    } finally {
-      await slow.close();
-    }
+    });
   });
 
   it("a running job's late posts past its ttl, before any sweep, are refused as after it: JOB_EXPIRED", async () => {
-    const slowClock = new TestClock();
-    const slow = await startTestServer({ sweepIntervalMs: 60_000, takeWaitMs: 500 }, { clock: slowClock });
-    try {
+    await withoutSweeps(async (slow, slowClock) => {
       const ep = await createEndpoint(slow);
       const w = protocolWorker(slow, ep, 'w-slow');
       const id = (await slow.api('POST', `/v2/${ep}/run`, { input: {}, policy: { ttl: 10_000 } })).json.id;
@@ -179,15 +187,11 @@ describe('ttl', () => {
       ]) {
         expectGone(late, 'JOB_EXPIRED');
       }
-    } finally {
-      await slow.close();
-    }
+    });
   });
 
   it('a running job past its ttl and then its deadline, before any sweep: expired, never TIMED_OUT', async () => {
-    const slowClock = new TestClock();
-    const slow = await startTestServer({ sweepIntervalMs: 60_000, takeWaitMs: 500 }, { clock: slowClock });
-    try {
+    await withoutSweeps(async (slow, slowClock) => {
       const ep = await createEndpoint(slow);
       const w = protocolWorker(slow, ep, 'w-slow');
       const id = (
@@ -199,15 +203,11 @@ describe('ttl', () => {
       expectGone(await slow.api('GET', `/v2/${ep}/status/${id}`), 'JOB_EXPIRED');
       const metrics = (await slow.api('GET', '/metrics')).text;
       expect(sample(metrics, 'wharf_jobs_finished_total', { endpoint: ep, status: 'TIMED_OUT' })).toBeUndefined();
-    } finally {
-      await slow.close();
-    }
+    });
   });
 
   it('before any sweep: results past retention are gone (no status, no retry), a result past the timeout is refused', async () => {
-    const slowClock = new TestClock();
-    const slow = await startTestServer({ sweepIntervalMs: 60_000, takeWaitMs: 500 }, { clock: slowClock });
-    try {
+    await withoutSweeps(async (slow, slowClock) => {
       const ep = await createEndpoint(slow);
       const w = protocolWorker(slow, ep, 'w-slow');
       // A /run job: results kept 30 minutes after it finished.
@@ -226,15 +226,11 @@ describe('ttl', () => {
       expect(res.status, res.text).toBe(409);
       expect(res.json.code).toBe('STALE_ATTEMPT');
       expect((await slow.api('GET', `/v2/${ep}/status/${late}`)).json.output).toBeUndefined();
-    } finally {
-      await slow.close();
-    }
+    });
   });
 
   it('before any sweep: a read times its job out behind more overdue jobs than one timeout batch', async () => {
-    const slowClock = new TestClock();
-    const slow = await startTestServer({ sweepIntervalMs: 60_000, takeWaitMs: 500 }, { clock: slowClock });
-    try {
+    await withoutSweeps(async (slow, slowClock) => {
       const ep = await createEndpoint(slow);
       const w = protocolWorker(slow, ep, 'w-slow');
       const run = async () =>
@@ -250,9 +246,7 @@ describe('ttl', () => {
       expect(res.json).toMatchObject({ status: 'TIMED_OUT' });
       // A cancel cannot turn the timeout into CANCELLED either.
       expect((await slow.api('POST', `/v2/${ep}/cancel/${cancelled}`)).json).toMatchObject({ status: 'TIMED_OUT' });
-    } finally {
-      await slow.close();
-    }
+    });
   });
 
   it('/status?ttl= shortens the lifespan (counted from submission)', async () => {
