@@ -60,6 +60,7 @@ export class Resources {
   }
 
   async createTemplate(userId: string, input: TemplateInput): Promise<Template> {
+    refuseNul(input, TEMPLATE_START_FIELDS);
     return this.store.exclusively(userId, async () => {
       const t: Template = {
         ...TEMPLATE_DEFAULTS,
@@ -91,6 +92,7 @@ export class Resources {
   }
 
   async updateTemplate(userId: string, id: string, patch: Partial<TemplateInput>): Promise<Template> {
+    refuseNul(patch, TEMPLATE_START_FIELDS);
     return this.store.exclusively(userId, async () => {
       const before = await this.getTemplate(userId, id);
       const after: Template = { ...before, ...stripUndefined(patch) };
@@ -127,6 +129,7 @@ export class Resources {
   }
 
   async createEndpoint(userId: string, input: EndpointInput, opts: { id?: string } = {}): Promise<Endpoint> {
+    refuseNul(input, ['env']);
     return this.store.exclusively(userId, async () => {
       const template = await this.templateFor(userId, input.templateId);
       await this.checkImage(userId, template.imageName);
@@ -171,6 +174,7 @@ export class Resources {
 
   /** Sparse update: fields left out keep their value. */
   async updateEndpoint(userId: string, id: string, patch: Partial<EndpointInput>): Promise<Endpoint> {
+    refuseNul(patch, ['env']);
     return this.store.exclusively(userId, async () => {
       const before = await this.getEndpoint(userId, id);
       const after: Endpoint = { ...before, ...stripUndefined(patch) };
@@ -260,6 +264,33 @@ function normalise(e: Endpoint): void {
   if (e.networkVolumeId === '') e.networkVolumeId = null;
   // A volume is mounted once however often it is named (GraphQL's input drops repeats too).
   e.networkVolumeIds = [...new Set(e.networkVolumeIds)];
+}
+
+/** The template fields a worker's start carries into its environment, its command line or a path. */
+const TEMPLATE_START_FIELDS = ['imageName', 'dockerEntrypoint', 'dockerStartCmd', 'env', 'volumeMountPath'] as const;
+
+/**
+ * No environment variable, argument or path can hold a NUL character: refused here (REST and GraphQL), where once
+ * stored every start of a worker failed with it (a crash-loop). User secrets refuse it the same way.
+ */
+function refuseNul(input: object, fields: readonly string[]): void {
+  const record = input as Record<string, unknown>;
+  for (const field of fields) {
+    const value = record[field];
+    if (typeof value === 'string' || Array.isArray(value)) {
+      const list: unknown[] = typeof value === 'string' ? [value] : value;
+      if (list.some((s) => typeof s === 'string' && s.includes('\0'))) {
+        throw invalidField(field, `${field} must not contain NUL characters`);
+      }
+    } else if (typeof value === 'object' && value !== null) {
+      for (const [key, v] of Object.entries(value)) {
+        if (key.includes('\0')) throw invalidField(field, `${field} names must not contain NUL characters`);
+        if (typeof v === 'string' && v.includes('\0')) {
+          throw invalidField(`${field}.${key}`, `${field}.${key} must not contain NUL characters`);
+        }
+      }
+    }
+  }
 }
 
 /** An empty registry auth id is none, stored as null as GraphQL stores it (a change from null to "" is no change). */

@@ -93,6 +93,36 @@ describe('templates', () => {
     expect(del.text).toBe('');
     expectError(await t.api('GET', `/v1/templates/${a.id}`), 404, 'TEMPLATE_NOT_FOUND');
   });
+  it('a NUL character where a worker start would carry it (env, command, entrypoint, image, mount path) is a 400', async () => {
+    // No environment variable, argument or path can hold one: accepted, every worker start failed (crash-loop).
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ env: { A: 'x\u0000y' } }, 'env.A'],
+      [{ env: { 'A\u0000': 'x' } }, 'env'],
+      [{ dockerStartCmd: ['node', 'work\u0000er.ts'] }, 'dockerStartCmd'],
+      [{ dockerEntrypoint: ['\u0000'] }, 'dockerEntrypoint'],
+      [{ imageName: 'file://./examples/echo-ts\u0000' }, 'imageName'],
+      [{ volumeMountPath: '/work\u0000space' }, 'volumeMountPath'],
+    ];
+    const { json: tpl } = await t.api('POST', '/v1/templates', template());
+    for (const [over, field] of cases) {
+      expectError(await t.api('POST', '/v1/templates', template(over)), 400, 'VALIDATION_FAILED', field);
+      expectError(await t.api('PATCH', `/v1/templates/${tpl.id}`, over), 400, 'VALIDATION_FAILED', field);
+    }
+    expect((await t.api('GET', `/v1/templates/${tpl.id}`)).json).toMatchObject({
+      env: {},
+      dockerStartCmd: ['node', 'worker.ts'],
+    });
+    // An endpoint's env is the worker's too.
+    const { json: ep } = await t.api('POST', '/v1/endpoints', { templateId: tpl.id, workersMax: 0 });
+    const bad = { env: { A: 'x\u0000y' } };
+    expectError(
+      await t.api('POST', '/v1/endpoints', { templateId: tpl.id, ...bad }),
+      400,
+      'VALIDATION_FAILED',
+      'env.A',
+    );
+    expectError(await t.api('PATCH', `/v1/endpoints/${ep.id}`, bad), 400, 'VALIDATION_FAILED', 'env.A');
+  });
 });
 
 describe('endpoints', () => {
