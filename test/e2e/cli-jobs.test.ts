@@ -86,6 +86,26 @@ describe('running jobs', () => {
     expect(again.json()).toMatchObject({ id, status: 'FAILED' });
   });
 
+  it("shows a failed job's error with its control characters escaped, not obeyed by the terminal", async () => {
+    // What `wharf logs` does for the same worker text: a worker must not clear or retitle the reader's terminal.
+    const res = await cli([
+      'run',
+      ep,
+      '--input',
+      JSON.stringify({ fail: '\u001b[2J\u001b]0;pwned\u0007gone' }),
+      '--wait',
+    ]);
+    expect(res.code).toBe(1);
+    expect(res.stdout + res.stderr).not.toContain('\u001b');
+    expect(res.stdout + res.stderr).not.toContain('\u0007');
+    expect(res.stdout).toMatch(/error +Error: \\x1b\[2J\\x1b\]0;pwned\\x07gone\n/);
+    const id = /^id +(\S+)/.exec(res.stdout)![1]!;
+    expect(res.stderr).toBe(`wharf: job ${id} FAILED: Error: \\x1b[2J\\x1b]0;pwned\\x07gone\n`);
+    // --json is for programs: the error as the API has it.
+    const json = await cli(['status', ep, id, '--json']);
+    expect(JSON.stringify(json.json().error)).toContain('\\u001b[2J');
+  });
+
   it('cancel stops a running job', async () => {
     const { id } = (await cli(['run', ep, '--input', '{"sleepMs": 20000}', '--json'])).json();
     await fleet.untilRunning(ep, id);

@@ -3,6 +3,7 @@ import { UsageError } from '../args.ts';
 import type { Command, Context } from '../context.ts';
 import { formatMs } from '../output.ts';
 import type { Spinner } from '../spinner.ts';
+import { visible } from './logs.ts';
 
 const POLL_WAIT_MS = 2000;
 
@@ -28,7 +29,8 @@ export function jobError(e: unknown): { summary: string; traceback?: string } {
   return { summary: (typeof v === 'string' ? v : JSON.stringify(v)).replace(/\s*\n\s*/g, ' ') };
 }
 
-const errorText = (e: unknown): string => jobError(e).summary;
+/** The error line's text, a worker's control characters shown (as `wharf logs` does), never obeyed. */
+const errorText = (e: unknown): string => visible(jobError(e).summary);
 
 /** "scaling-up: starting a worker": why jobs wait, as /status (queueReason) and /health (scaling) say. */
 export const reasonText = (q: QueueReason): string => (q.message ? `${q.reason}: ${q.message}` : q.reason);
@@ -56,9 +58,9 @@ export function printJob(ctx: Context, job: JobStatus, judge = true): number {
     if (job.executionTime !== undefined) pairs.push(['execution', formatMs(job.executionTime)]);
     if (job.retries) pairs.push(['retries', job.retries]);
     const error = job.error === undefined ? undefined : jobError(job.error);
-    if (error) pairs.push(['error', out.c.red(error.summary)]);
+    if (error) pairs.push(['error', out.c.red(visible(error.summary))]);
     out.fields(pairs);
-    if (error?.traceback) out.line(out.c.dim(error.traceback));
+    if (error?.traceback) out.line(out.c.dim(visible(error.traceback)));
     if (job.output !== undefined) {
       out.line(out.c.dim(isFinalStatus(job.status) ? 'output' : 'progress'));
       out.line(JSON.stringify(job.output, null, 2));
