@@ -120,6 +120,11 @@ describe('usage errors', () => {
     [['endpoint', 'create'], /^wharf: --template is required/],
     [['endpoint', 'create', '--template', 't', '--env', 'X'], /^wharf: --env expects KEY=VALUE/],
     [['endpoint', 'update', 'x', '--workers-max', 'lots'], /^wharf: --workers-max expects a whole number/],
+    // idleTimeout is whole seconds, 1 to 3600 (the help's 1s-1h): a value outside is refused, not rounded into it.
+    [['endpoint', 'update', 'x', '--idle-timeout', '0'], /^wharf: --idle-timeout must be whole seconds from 1s to 1h/],
+    [['endpoint', 'update', 'x', '--idle-timeout', '500ms'], /^wharf: --idle-timeout must be whole seconds/],
+    [['endpoint', 'update', 'x', '--idle-timeout', '1500ms'], /^wharf: --idle-timeout must be whole seconds/],
+    [['endpoint', 'create', '--template', 't', '--idle-timeout', '2h'], /^wharf: --idle-timeout must be whole/],
     [['endpoint', 'update', 'x', '--flashboot', '--no-flashboot'], /^wharf: --flashboot and --no-flashboot/],
     [['endpoint', 'update', 'x', '--data', '[]'], /^wharf: --data must be a JSON object/],
     [['template', 'create', '--name', 'n'], /^wharf: --image is required/],

@@ -1,5 +1,5 @@
 import type { Endpoint, EndpointCreateInput, EndpointUpdateInput } from '../../sdk/client/index.ts';
-import type { OptionSpecs } from '../args.ts';
+import { UsageError, type OptionSpecs } from '../args.ts';
 import type { Command, Context } from '../context.ts';
 import { formatMs } from '../output.ts';
 import { body, DATA_OPTION, deleted, idArg, listOf, toggle } from './body.ts';
@@ -28,6 +28,13 @@ const FIELDS: OptionSpecs = {
 function fields(ctx: Context, create: boolean): Record<string, unknown> {
   const a = ctx.args;
   const idle = a.duration('idle-timeout');
+  // The API takes whole seconds, 1 to 3600: a value outside is refused, not rounded into the range.
+  if (idle !== undefined && (idle < 1000 || idle > 3_600_000 || idle % 1000 !== 0)) {
+    throw new UsageError(
+      `--idle-timeout must be whole seconds from 1s to 1h, got '${a.string('idle-timeout')}'`,
+      ctx.command.name,
+    );
+  }
   const volumes = listOf(ctx, 'volume');
   const cpu = listOf(ctx, 'cpu-flavor');
   return body(ctx, {
@@ -40,7 +47,7 @@ function fields(ctx: Context, create: boolean): Record<string, unknown> {
     vcpuCount: a.int('vcpu', { min: 1, max: 512 }),
     workersMin: a.int('workers-min', { min: 0, max: 1000 }),
     workersMax: a.int('workers-max', { min: 0, max: 1000 }),
-    idleTimeout: idle === undefined ? undefined : Math.max(1, Math.round(idle / 1000)),
+    idleTimeout: idle === undefined ? undefined : idle / 1000,
     executionTimeoutMs: a.duration('execution-timeout'),
     flashboot: toggle(ctx, 'flashboot'),
     scalerType: a.oneOf('scaler', ['QUEUE_DELAY', 'REQUEST_COUNT']),
