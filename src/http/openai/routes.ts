@@ -110,6 +110,9 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
     const write = (text: string): void => {
       if (text !== '' && !sse.destroyed && !sse.writableEnded) sse.write(text);
     };
+    // Node sends the status line and headers with the first byte of the body: without one now, a job still queued
+    // would leave the client without its response (and the job id header) until the first chunk or keep-alive.
+    write(': keep-alive\n\n');
     const pump = async (): Promise<void> => {
       let done = false;
       /** The attempt whose chunks went out; null until the first. */
