@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { waitUntil } from '../helpers/fleet.ts';
-import { createEndpoint, startTestServer, TestClock, type TestServer } from '../helpers/server.ts';
+import { createEndpoint, protocolWorker, startTestServer, TestClock, type TestServer } from '../helpers/server.ts';
 
 let t: TestServer;
 let ep: string;
@@ -52,4 +52,55 @@ describe('OpenAI routes with a protocol worker', () => {
       () => `job ${jobId} to be CANCELLED`,
     );
   });
+
+  it('chunks of every shape are framed as SSE events, and an answer past one read (over 8 MB) arrives whole', async () => {
+    const w = protocolWorker(t, ep, 'framing');
+    const pending = post('/chat/completions', { model: 'm', messages: [], stream: true });
+    const jobId = (await w.take()).json.id as string;
+    await w.stream(jobId, { output: { a: 1 } }); // an object
+    await w.stream(jobId, { output: 'data: {"b":2}' }); // SSE text without its blank line
+    await w.stream(jobId, { output: ['data: {"c":3}\n', { d: 'é' }] }); // a list of both
+    const big = 'x'.repeat(900_000);
+    for (let i = 0; i < 12; i++) await w.stream(jobId, { output: { i, big } });
+    expect((await w.done(jobId, { output: 'not sent: chunks were' }, true)).status).toBe(200);
+    const text = await (await pending).text();
+    expect(
+      text.startsWith(': keep-alive\n\ndata: {"a":1}\n\ndata: {"b":2}\n\ndata: {"c":3}\n\ndata: {"d":"é"}\n\n'),
+    ).toBe(true);
+    const events = text.split('\n\n').filter((e) => e.startsWith('data: {"i":'));
+    expect(events.map((e) => (JSON.parse(e.slice(6)) as { i: number }).i)).toEqual([...Array(12).keys()]);
+    expect(text.match(/data: \[DONE\]/g)).toHaveLength(1);
+    expect(text.endsWith('"}\n\ndata: [DONE]\n\n')).toBe(true);
+  });
+
+  it('a client that hangs up during a non-streaming wait cancels the job; its worker is told to stop', async () => {
+    const w = protocolWorker(t, ep, 'hangup');
+    const ac = new AbortController();
+    const pending = post('/completions', { model: 'm', prompt: 'p' }, ac.signal).catch((e: unknown) => e);
+    const jobId = (await w.take()).json.id as string;
+    ac.abort();
+    await pending;
+    await waitUntil(
+      async () => (await statusOf(jobId)) === 'CANCELLED',
+      5000,
+      () => `job ${jobId} to be CANCELLED`,
+    );
+    expect((await w.stops()).json.jobsToStop).toContain(jobId);
+  });
+
+  // Last: it moves the clock 301 s on.
+  it('a stream without a chunk for 300 s ends with a timeout error event and the job is cancelled', async () => {
+    const res = await post('/chat/completions', { model: 'm', messages: [], stream: true });
+    const jobId = res.headers.get('x-wharf-job-id')!;
+    clock.advance(301_000);
+    // The limit is checked each time a keep-alive is due (15 s).
+    const text = await res.text();
+    expect(text).toMatch(/^: keep-alive\n\n/);
+    const last = text.trimEnd().split('\n\n').at(-1)!;
+    expect(JSON.parse(last.slice('data: '.length))).toMatchObject({
+      error: { type: 'timeout_error', code: 'OPENAI_TIMEOUT' },
+    });
+    expect(text).not.toMatch(/\[DONE\]/);
+    expect(await statusOf(jobId)).toBe('CANCELLED');
+  }, 30_000);
 });
