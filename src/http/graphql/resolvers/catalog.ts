@@ -53,7 +53,7 @@ const displayNameOf = (id: string): string => id.replace(/^(NVIDIA|AMD Instinct)
  * RunPod's stock levels, which runpodctl ranks High > Medium > Low, for `count` GPUs of one type: High while at
  * least half of them are free, Medium while `count` are, Low when all are taken (the type is here: jobs wait for it).
  */
-export function stockStatus(stock: GpuStock, count = 1): 'High' | 'Medium' | 'Low' {
+function stockStatus(stock: GpuStock, count = 1): 'High' | 'Medium' | 'Low' {
   if (stock.free >= count && stock.free * 2 >= stock.total) return 'High';
   return stock.free >= count ? 'Medium' : 'Low';
 }
