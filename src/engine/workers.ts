@@ -363,20 +363,37 @@ export class WorkerGateway implements TakeHandOff {
     this.announce({ workerIds: [], requeued: back, failed: [] }, false);
   }
 
-  /** Long-poll for stop orders (cancel, ttl expiry, execution timeout of jobs this worker runs). */
+  /**
+   * Long-poll for stop orders (cancel, ttl expiry, execution timeout of jobs this worker runs). A poll whose client
+   * is gone fetches nothing, and gives back what it fetched as its client left: an order is not spent on an answer
+   * no one reads. (One lost after it was written is sent again on the worker's next ping that still lists its job.)
+   */
   async stops(worker: WorkerRecord, signal?: AbortSignal): Promise<string[]> {
     await this.touch(worker);
     const deadline = this.clock.now() + this.opts.stopWaitMs;
-    for (;;) {
+    // The wait is over (woken by nothing, or its client gone): one last look, then the answer.
+    for (let last = false; ;) {
+      if (signal?.aborted) return [];
       const waiter = this.bus.arm(topics.stop(worker.id), deadline - this.clock.now(), signal);
       try {
         const ids = await this.currentStops(worker.id);
-        if (ids.length > 0 || this.clock.now() >= deadline || signal?.aborted) return ids;
-        if (!(await waiter.promise)) return await this.currentStops(worker.id);
+        if (signal?.aborted) {
+          await this.undeliveredStops(worker, ids);
+          return [];
+        }
+        if (ids.length > 0 || last || this.clock.now() >= deadline) return ids;
+        last = !(await waiter.promise);
       } finally {
         waiter.dispose();
       }
     }
+  }
+
+  /** Stop orders fetched for an answer that did not reach the worker: fetched again by its next poll. */
+  async undeliveredStops(worker: WorkerRecord, jobIds: string[]): Promise<void> {
+    if (jobIds.length === 0) return;
+    const back = await this.store.rearmStops(worker.id, jobIds, this.clock.now());
+    if (back.length > 0) this.bus.publish(topics.stop(worker.id));
   }
 
   /**
@@ -465,8 +482,12 @@ export class WorkerGateway implements TakeHandOff {
     }
     await this.touch(worker);
     const held = await this.store.workerJobIds(worker.id);
-    if (held.length === 0) return;
     const reported = new Set(report.jobIds ?? []);
+    // A job the worker still runs that is no longer its own (cancelled, timed out, taken back): if it was told to
+    // stop it, the order did not get through (its answer lost with a dropped connection). It is sent again.
+    const stopped = [...reported].filter((id) => !held.includes(id));
+    if (stopped.length > 0) await this.undeliveredStops(worker, stopped);
+    if (held.length === 0) return;
     const missing: string[] = [];
     for (const id of held) {
       if (reported.has(id)) continue;

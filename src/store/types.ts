@@ -240,12 +240,17 @@ export interface JobStore {
    */
   expireWorkerLeases(silentSince: number, now: number, maxAttempts: number): Promise<LeaseSweep>;
   deleteWorker(workerId: string): Promise<void>;
-  /** Pending stop orders for a worker, consumed by this call. */
   /**
    * The worker's stop orders not fetched yet, now marked fetched. A fetched order stays until RETAKE_AFTER_STOP_MS
    * after it was made: takes do not hand its job back to the worker meanwhile.
    */
   takeStops(workerId: string, now: number): Promise<string[]>;
+  /**
+   * The worker's fetched stop orders for these jobs (those still kept), not fetched again and made anew at `now`:
+   * the next takeStops returns them again. For an answer that did not reach the worker (it hung up), and for a
+   * worker whose pings still list a job it was told to stop. Returns the job ids whose order was armed again.
+   */
+  rearmStops(workerId: string, jobIds: string[], now: number): Promise<string[]>;
 }
 
 export interface AccountStore {

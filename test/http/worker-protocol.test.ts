@@ -1,6 +1,7 @@
 // The worker side of the protocol (spec/worker-protocol.md §1) against a real server on loopback and real SQLite.
 // Every request here is what the official Python SDK sends (raw key, form-urlencoded JSON, `charset`, X-Request-ID).
 
+import { get as httpGet } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { workerEnv } from '../../src/fleet/worker-env.ts';
@@ -604,6 +605,57 @@ describe('job-stop', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')?.split(';')[0]).toBe('application/json');
     expect(res.json).toEqual({ jobsToStop: [id] });
+  });
+
+  it('an order read for a poll whose worker hung up is kept: the next poll gets it', async () => {
+    // On `long`: the hung-up poll waits 10 s for orders, and the next poll must not wait for one.
+    const ep = await createEndpoint(long);
+    const workerId = wid('hang-up');
+    const w = protocolWorker(long, ep, workerId);
+    const id = await submit(ep, { stop: 'me' }, long);
+    expect((await w.take()).json.id).toBe(id);
+    const store = long.server.store;
+    const original = store.takeStops.bind(store);
+    let looks = 0;
+    store.takeStops = (...args) => {
+      if (args[0] === workerId) looks++;
+      return original(...args);
+    };
+    const bus = long.server.engine.bus;
+    try {
+      const before = bus.waiterCount();
+      const poll = httpGet(`${long.url}/v2/${ep}/job-stop/${workerId}?gpu=TEST`, {
+        headers: { authorization: long.key, 'content-type': 'application/json' },
+      });
+      poll.on('error', () => {});
+      await waitUntil(() => looks >= 1 && bus.waiterCount() > before, 5000);
+      // The order is written but its wake-up is not here yet (a cancel on another node, its notification on the
+      // way), and the worker hangs up: the poll ends with its client gone, and must not take the order with it.
+      expect(await store.cancelJob(ep, id, Date.now())).toMatchObject({ outcome: 'cancelled', stopWorkerId: workerId });
+      poll.destroy();
+      await waitUntil(() => bus.waiterCount() === before, 5000);
+      await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      store.takeStops = original;
+    }
+    const started = Date.now();
+    const res = await w.stops();
+    expect(res.json).toEqual({ jobsToStop: [id] });
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+
+  it('an order whose answer never reached the worker is sent again while its pings still list the job', async () => {
+    const { ep, w, id } = await takenJob();
+    await t.api('POST', `/v2/${ep}/cancel/${id}`);
+    // Answered, but lost on the way (the worker's socket closed as it was written): the worker still runs the job.
+    expect((await w.stops()).json).toEqual({ jobsToStop: [id] });
+    expect((await w.ping([id])).status).toBe(200);
+    const again = await w.stops();
+    expect(again.status).toBe(200);
+    expect(again.json).toEqual({ jobsToStop: [id] });
+    // Once a ping no longer lists it, the worker has stopped it: no more orders.
+    expect((await w.ping([])).status).toBe(200);
+    expect((await w.stops()).status).toBe(204);
   });
 
   it('tells only the worker that runs the job', async () => {

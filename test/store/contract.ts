@@ -305,6 +305,29 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect((await store.finishJob(ep, r.id, 'w1', COMPLETED, T0 + 9)).ok).toBe(false);
       });
 
+      it('a fetched stop order can be armed again (its answer was lost); only fetched orders of that worker', async () => {
+        const a = await store.submitJob(newJob(ep, { createdAt: T0 }));
+        const b = await store.submitJob(newJob(ep, { createdAt: T0 + 1 }));
+        await store.takeJobs(ep, 'w1', 2, T0 + 5);
+        await store.cancelJob(ep, a.id, T0 + 6);
+        await store.cancelJob(ep, b.id, T0 + 6);
+        expect((await store.takeStops('w1', T0 + 7)).sort()).toEqual([a.id, b.id].sort());
+        // Another worker's id, an unknown job and a job with no order arm nothing.
+        expect(await store.rearmStops('w2', [a.id], T0 + 8)).toEqual([]);
+        expect(await store.rearmStops('w1', ['nope'], T0 + 8)).toEqual([]);
+        expect(await store.rearmStops('w1', [a.id], T0 + 8)).toEqual([a.id]);
+        // Armed once: a second call (the order not fetched since) changes nothing.
+        expect(await store.rearmStops('w1', [a.id], T0 + 9)).toEqual([]);
+        expect(await store.takeStops('w1', T0 + 10)).toEqual([a.id]);
+        expect(await store.takeStops('w1', T0 + 11)).toEqual([]);
+        // Armed anew, the order is made anew: kept RETAKE_AFTER_STOP_MS from then, not from the cancel.
+        expect(await store.rearmStops('w1', [a.id], T0 + 20_000)).toEqual([a.id]);
+        expect(await store.takeStops('w1', T0 + 20_001)).toEqual([a.id]);
+        expect(await store.takeStops('w1', T0 + 6 + RETAKE_AFTER_STOP_MS + 1)).toEqual([]);
+        // b's order is gone by now (fetched and older than RETAKE_AFTER_STOP_MS); a's is still kept.
+        expect(await store.rearmStops('w1', [a.id, b.id], T0 + 6 + RETAKE_AFTER_STOP_MS + 2)).toEqual([a.id]);
+      });
+
       it('retries only FAILED and TIMED_OUT jobs, with the same id and input and cleared results', async () => {
         const j = await store.submitJob(newJob(ep));
         await store.takeJobs(ep, 'w1', 1, T0 + 5);

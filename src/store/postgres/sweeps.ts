@@ -90,6 +90,7 @@ type SweepVerbs = Pick<
   | 'returnUndelivered'
   | 'expireWorkerLeases'
   | 'takeStops'
+  | 'rearmStops'
 >;
 
 export function sweepVerbs(db: Db): SweepVerbs {
@@ -248,6 +249,17 @@ export function sweepVerbs(db: Db): SweepVerbs {
            DELETE FROM job_stops WHERE worker_id = $1 AND fetched_at IS NOT NULL AND created_at <= $3)
          UPDATE job_stops SET fetched_at = $2 WHERE worker_id = $1 AND fetched_at IS NULL RETURNING job_id`,
         [workerId, now, now - RETAKE_AFTER_STOP_MS],
+      );
+      return rows.map((r) => r.job_id);
+    },
+
+    async rearmStops(workerId, jobIds, now) {
+      if (jobIds.length === 0) return [];
+      const rows = await db.query<{ job_id: string }>(
+        `UPDATE job_stops SET fetched_at = NULL, created_at = $3
+         WHERE worker_id = $1 AND job_id = ANY($2) AND fetched_at IS NOT NULL AND created_at > $4
+         RETURNING job_id`,
+        [workerId, [...new Set(jobIds)], now, now - RETAKE_AFTER_STOP_MS],
       );
       return rows.map((r) => r.job_id);
     },

@@ -264,6 +264,10 @@ class SqliteStore implements Store {
     if (!this.jobs.anyStops(workerId)) return Promise.resolve([]);
     return this.softWrite(() => this.jobs.takeStops(workerId, now));
   }
+  rearmStops(workerId: string, jobIds: string[], now: number) {
+    if (jobIds.length === 0) return Promise.resolve([]);
+    return this.softWrite(() => this.jobs.rearmStops(workerId, jobIds, now));
+  }
 
   // Accounts
   createUser(user: User) {

@@ -478,4 +478,20 @@ export class SqliteJobs {
     ).all(now, workerId) as Array<{ job_id: string }>;
     return rows.map((r) => r.job_id);
   }
+
+  /**
+   * The worker's fetched orders for these jobs still kept (made within RETAKE_AFTER_STOP_MS), unfetched again and
+   * made anew at `now`; returns their job ids.
+   */
+  rearmStops(workerId: string, jobIds: string[], now: number): string[] {
+    const rearmed: string[] = [];
+    const update = this.q(
+      `UPDATE job_stops SET fetched_at = NULL, created_at = ?
+       WHERE worker_id = ? AND job_id = ? AND fetched_at IS NOT NULL AND created_at > ?`,
+    );
+    for (const jobId of new Set(jobIds)) {
+      if (update.run(now, workerId, jobId, now - RETAKE_AFTER_STOP_MS).changes > 0) rearmed.push(jobId);
+    }
+    return rearmed;
+  }
 }
