@@ -30,6 +30,9 @@
  *   reports the crash loop. An outdated worker still starting is retired at once (it proves nothing and would be
  *   replaced as soon as it was up). While outdated workers serve, current-version workers still starting are
  *   unproven: the stop rules do not count them.
+ * - reinstate (before all else): current-version workers retired beyond workersMax (`retiredFor` 'above-max') serve
+ *   again as far as workersMax has room for them beside the serving ones (it was raised while they finished their
+ *   jobs), busiest first: a stop and a cold start would cost a start for nothing. The rules below count them as serving.
  * - Precedence when several rules apply (counting serving workers without the unproven ones):
  *   1. hand-over: outdated workers whose replacements are ready leave.
  *   2. above-max: workers beyond workersMax go right away: outdated ones first (idle ones stop, busy ones retire
@@ -87,6 +90,8 @@ export interface WorkerView {
   runningJobs: number;
   /** Retired (rolling update, or it asked to be recycled): finishing its jobs, taking no new one. */
   retiring?: boolean;
+  /** Why the autoscaler retired it, when it did (absent for other retirements: recycled, placement). */
+  retiredFor?: StopReason;
   /** A rolling update's replacement: the id of the outdated worker it was started to take over from. */
   replaces?: string | null;
 }
@@ -128,6 +133,11 @@ export interface ScalingDecision {
    * stopped once they hold none.
    */
   retire: Array<{ workerId: string; reason: StopReason }>;
+  /**
+   * Retiring workers to take back: retired beyond workersMax, which now has room for them again (it was raised while
+   * they finished their jobs). They serve again, counted as serving by the rest of the decision.
+   */
+  reinstate: string[];
   reason: ScalingReason;
 }
 
@@ -208,13 +218,11 @@ const longestIdleFirst = (a: WorkerView, b: WorkerView): number =>
 export function decideScaling(
   policy: ScalerPolicy,
   queue: QueueSnapshot,
-  workers: WorkerView[],
+  given: WorkerView[],
   capacity: number,
   fleet: FleetMemory = {},
 ): ScalingDecision {
   const holding = Math.max(0, fleet.holding ?? 0);
-  const { f, why: rawWhy } = demand(policy, queue, workers);
-  const { desired, why } = clampDesired(policy, f, rawWhy);
   const cap = Math.max(0, capacity);
   const max = Math.max(0, policy.workersMax);
   // Rows saved before workersMin <= workersMax was enforced: workersMax wins, as for desired.
@@ -222,6 +230,14 @@ export function decideScaling(
   const isCurrent = (w: WorkerView): boolean => w.version >= policy.version;
   const isOutdated = (w: WorkerView): boolean => !isCurrent(w);
 
+  // 0. reinstate: workers retired beyond workersMax serve again as far as workersMax has room for them now (it was
+  //    raised while they finished their jobs): stopping one and cold-starting another would cost a start for nothing.
+  const reinstate = reinstatable(given, max, isCurrent);
+  const taken = new Set(reinstate);
+  const workers = given.map((w) => (taken.has(w.id) ? { ...w, retiring: false } : w));
+
+  const { f, why: rawWhy } = demand(policy, queue, workers);
+  const { desired, why } = clampDesired(policy, f, rawWhy);
   const live = workers.filter(isLive);
   const serving = live.filter((w) => !w.retiring);
   const stop: ScalingDecision['stop'] = [];
@@ -337,8 +353,32 @@ export function decideScaling(
     held: placeable - start,
     stop,
     retire,
+    reinstate,
     reason: summarise(why, start + surge, surge, [...stop, ...retire]),
   };
+}
+
+/**
+ * Current-version workers retired beyond workersMax (`retiredFor` 'above-max') that workersMax has room for beside
+ * the serving ones, the busiest first (the workers still starting last).
+ */
+function reinstatable(workers: WorkerView[], max: number, isCurrent: (w: WorkerView) => boolean): string[] {
+  let room = max - workers.filter((w) => isLive(w) && !w.retiring).length;
+  const retired = workers
+    .filter((w) => isLive(w) && w.retiring === true && w.retiredFor === 'above-max' && isCurrent(w))
+    .sort(
+      (a, b) =>
+        Number(a.state === 'initializing') - Number(b.state === 'initializing') ||
+        b.runningJobs - a.runningJobs ||
+        a.id.localeCompare(b.id),
+    );
+  const ids: string[] = [];
+  for (const w of retired) {
+    if (room <= 0) break;
+    ids.push(w.id);
+    room -= 1;
+  }
+  return ids;
 }
 
 /** How many workers beyond workersMax a rolling update may start at once: a quarter of workersMax, at least one. */

@@ -12,7 +12,7 @@ import {
   type WorkerGateway,
 } from '../engine/index.ts';
 import type { SharedFleetStatus, Store } from '../store/index.ts';
-import { decideScaling, surgeAllowance, type ScalingDecision, type WorkerView } from './autoscaler.ts';
+import { decideScaling, surgeAllowance, type ScalingDecision, type StopReason, type WorkerView } from './autoscaler.ts';
 import { decideBackoff, healthyFrom, recordFailure, type BackoffDecision, type StartHistory } from './backoff.ts';
 import type { Executor, RunningWorker } from './executors/types.ts';
 import { parseGpuIds, type GpuInventory, type GpuRequest } from './gpus.ts';
@@ -371,7 +371,8 @@ export class Supervisor {
       await this.observe(m, record, running, now);
       if (m.stopping) continue;
       if (record?.retired && refusal === null && m.version === endpoint.version && retiredForPlacement(record)) {
-        record = await this.reinstate(m, record, now);
+        await this.reinstate(m, now);
+        record = { ...record, retired: false, retiredAt: null, reason: null };
       }
       if (record?.retired && running === 0) {
         this.stopSoon(m, record.reason ?? 'retired');
@@ -403,6 +404,7 @@ export class Supervisor {
         idleForMs: m.readyAt !== null && running === 0 && m.idleSince !== null ? now - m.idleSince : 0,
         runningJobs: running,
         retiring,
+        ...(retiring && record !== undefined && retiredAboveMax(record) ? { retiredFor: 'above-max' as const } : {}),
         replaces: m.replaces,
       });
     }
@@ -420,14 +422,14 @@ export class Supervisor {
   }
 
   /**
-   * A worker retired by retireMisplaced whose endpoint allows this node again (the limits were changed back while
-   * it finished its jobs) serves again: a restart would cost a cold start (a model load) for nothing.
+   * A retired worker whose retirement no longer holds serves again: one retired by retireMisplaced whose endpoint
+   * allows this node again, or one the autoscaler retired beyond workersMax that has room again (decision.reinstate),
+   * both while it finished its jobs. A restart would cost a cold start (a model load) for nothing.
    */
-  private async reinstate(m: Managed, record: WorkerRecord, now: number): Promise<WorkerRecord> {
+  private async reinstate(m: Managed, now: number): Promise<void> {
     await this.d.store.markWorker(m.id, now, { retired: false, reason: null });
     // Its take, if one waits, looked at the worker while it was retired: woken, it reads it again and takes jobs.
     this.d.engine.bus.publish(topics.queue(m.endpointId));
-    return { ...record, retired: false, retiredAt: null, reason: null };
   }
 
   /** The most serving workers the endpoint has had since its version last changed, this pass's included. */
@@ -471,7 +473,11 @@ export class Supervisor {
     // Retired workers (outdated, or busy beyond workersMax) take no new job from now on; the pass that sees one without
     // jobs stops it.
     for (const r of decision.retire) {
-      await this.d.store.markWorker(r.workerId, now, { retired: true, reason: `${r.reason}: finishing its jobs` });
+      await this.d.store.markWorker(r.workerId, now, { retired: true, reason: retiredReason(r.reason) });
+    }
+    for (const id of decision.reinstate) {
+      const m = this.managed.get(id);
+      if (m && !m.stopping) await this.reinstate(m, now);
     }
   }
 
@@ -934,6 +940,16 @@ function neverPlaceable(refusal: string | null): string | null {
   return refusal === null ? null : `${NEVER_PLACEABLE}${refusal}`;
 }
 const NEVER_PLACEABLE = 'never-placeable: ';
+
+/** The record's reason of a worker the autoscaler retired (it finishes its jobs first). */
+const retiredReason = (reason: StopReason): string => `${reason}: finishing its jobs`;
+
+/**
+ * Retired by the autoscaler beyond workersMax: busy when chosen (applyLeaves), or chosen idle and handed a job
+ * meanwhile (stopWorker's ifIdle).
+ */
+const retiredAboveMax = (record: WorkerRecord): boolean =>
+  record.reason === retiredReason('above-max') || record.reason === 'above-max';
 
 /** Retired by retireMisplaced, for placement alone (not asked to be recycled, not outdated). */
 const retiredForPlacement = (record: WorkerRecord): boolean => record.reason?.startsWith(NEVER_PLACEABLE) === true;

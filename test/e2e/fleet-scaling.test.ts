@@ -182,6 +182,44 @@ it('lowering workersMax under a steady queue retires the busy workers beyond it;
   expect(h0.scaling?.reason).toBe('max-workers-zero');
 }, 60_000);
 
+it('workersMax raised again while a worker retired above it finishes its job takes that worker back: no stop, no cold start', async () => {
+  const ep = await t.endpoint({ workersMax: 2, scalerType: 'REQUEST_COUNT', scalerValue: 1, idleTimeout: 60 });
+  // Jobs of 3 s: a retired worker finishes its job for seconds, and the queue outlasts the test for two workers.
+  const ids = await Promise.all(Array.from({ length: 8 }, (_, i) => t.run(ep, { sleepMs: 3000, n: i })));
+  await waitUntil(async () => (await t.health(ep)).workers.running === 2, 15_000);
+  const pids = t.pids().sort();
+  expect(pids).toHaveLength(2);
+
+  expect((await t.api('PATCH', `/v1/endpoints/${ep}`, { workersMax: 1 })).status).toBe(200);
+  let workers: any[] = [];
+  await waitUntil(
+    async () => (workers = await t.workers(ep)).some((w) => w.desiredStatus === 'EXITED'),
+    5_000,
+    () => JSON.stringify(workers),
+  );
+  const retired = workers.find((w) => w.desiredStatus === 'EXITED').id as string;
+  expect((await t.api('PATCH', `/v1/endpoints/${ep}`, { workersMax: 2 })).status).toBe(200);
+
+  // Past the end of the retired worker's job: it serves again, and the same two processes run all along.
+  const until = Date.now() + 6_000;
+  while (Date.now() < until) {
+    expect(t.pids().sort()).toEqual(pids);
+    await sleep(50);
+  }
+  workers = await t.workers(ep);
+  expect(workers.find((w) => w.id === retired)?.desiredStatus).toBe('RUNNING');
+  const served: string[] = [];
+  for (const id of ids) {
+    const s = await t.waitJob(ep, id, 30_000);
+    expect(s.status).toBe('COMPLETED');
+    served.push(s.workerId as string);
+  }
+  // It took jobs again after the one it was finishing when retired.
+  expect(served.filter((w) => w === retired).length).toBeGreaterThanOrEqual(2);
+  expect(new Set(served).size).toBe(2);
+  expect((await t.health(ep)).jobs).toMatchObject({ failed: 0, retried: 0 });
+}, 60_000);
+
 it('QUEUE_DELAY adds a worker once a normal job has waited scalerValue seconds; a lowPriority job never does', async () => {
   const ep = await t.endpoint({ workersMax: 3, scalerType: 'QUEUE_DELAY', scalerValue: 2, idleTimeout: 60 });
   const busy = await t.run(ep, { sleepMs: 9000 });

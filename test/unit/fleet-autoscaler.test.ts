@@ -304,6 +304,35 @@ const cases: Case[] = [
     expect: { stop: [{ workerId: 'c', reason: 'above-max' }], retire: [{ workerId: 'a', reason: 'above-max' }] },
   },
   {
+    name: 'workersMax raised while a worker retired beyond it finishes its job: it is taken back, nothing starts',
+    policy: { scalerType: 'REQUEST_COUNT', scalerValue: 1, workersMax: 2 },
+    queue: { inQueue: 20, inProgress: 2, oldestQueuedAgeMs: 0 },
+    workers: [w('a', 'running'), w('b', 'running', { retiring: true, retiredFor: 'above-max' })],
+    expect: { desired: 2, start: 0, held: 0, stop: [], retire: [], reinstate: ['b'] },
+  },
+  {
+    name: 'workersMax raised by one: one retired worker is taken back (the busiest), the other finishes and goes',
+    policy: { scalerType: 'REQUEST_COUNT', scalerValue: 1, workersMax: 2 },
+    queue: { inQueue: 20, inProgress: 4, oldestQueuedAgeMs: 0 },
+    workers: [
+      w('a', 'running'),
+      w('b', 'running', { retiring: true, retiredFor: 'above-max' }),
+      w('c', 'running', { retiring: true, retiredFor: 'above-max', runningJobs: 2 }),
+    ],
+    expect: { desired: 2, start: 0, stop: [], retire: [], reinstate: ['c'] },
+  },
+  {
+    name: 'workersMax still taken: a retired worker stays retired; one retired for another reason is never taken back',
+    policy: { scalerType: 'REQUEST_COUNT', scalerValue: 1, workersMax: 2, version: 2 },
+    queue: { inQueue: 20, inProgress: 3, oldestQueuedAgeMs: 0 },
+    workers: [
+      w('a', 'running', { version: 2 }),
+      w('b', 'running', { retiring: true, retiredFor: 'above-max' }),
+      w('c', 'running', { retiring: true, version: 2 }),
+    ],
+    expect: { desired: 2, reinstate: [] },
+  },
+  {
     name: 'rolling update starts a replacement beside an idle outdated worker (surge), stopping nothing yet',
     policy: { workersMin: 1, version: 2 },
     workers: [w('old', 'idle', { idleForMs: 1 })],
@@ -527,10 +556,12 @@ function randomInput(r: () => number): [ScalerPolicy, QueueSnapshot, WorkerView[
   });
   const workers = Array.from({ length: int(0, 8) }, (_, i) => {
     const state = STATES[int(0, STATES.length - 1)] ?? 'idle';
+    const retiring = state === 'running' && r() < 0.2;
     return w(`w${i}`, state, {
       version: p.version - int(0, 1),
       idleForMs: state === 'idle' ? int(0, 30_000) : 0,
-      retiring: state === 'running' && r() < 0.2,
+      retiring,
+      ...(retiring && r() < 0.5 ? { retiredFor: 'above-max' as const } : {}),
     });
   });
   const capacity = r() < 0.1 ? Infinity : int(0, 4);
@@ -562,6 +593,17 @@ describe('decideScaling — invariants over random inputs', () => {
         if (s.reason === 'outdated-version') expect(target?.version, ctx).toBeLessThan(p.version);
       }
 
+      // Only current-version workers retired beyond workersMax are taken back, as far as workersMax has room.
+      const reinstated = new Set(d.reinstate);
+      expect(reinstated.size, ctx).toBe(d.reinstate.length);
+      for (const id of d.reinstate) {
+        const target = byId.get(id);
+        expect([target?.retiring, target?.retiredFor, current(target!)], ctx).toEqual([true, 'above-max', true]);
+        expect(LIVE.has(target!.state), ctx).toBe(true);
+      }
+      const servingBeforeAll = workers.filter((x) => LIVE.has(x.state) && !x.retiring).length;
+      if (reinstated.size > 0) expect(servingBeforeAll + reinstated.size, ctx).toBeLessThanOrEqual(p.workersMax);
+
       const retired = new Set(d.retire.map((s) => s.workerId));
       expect(retired.size, ctx).toBe(d.retire.length);
       for (const s of d.retire) {
@@ -569,6 +611,7 @@ describe('decideScaling — invariants over random inputs', () => {
         // Only busy or starting outdated workers retire, or busy ones beyond workersMax, and not twice.
         expect(['running', 'initializing'], ctx).toContain(target?.state);
         expect(target?.retiring ?? false, ctx).toBe(false);
+        expect(reinstated.has(s.workerId), ctx).toBe(false);
         if (s.reason !== 'above-max')
           expect([s.reason, target!.version < p.version], ctx).toEqual(['outdated-version', true]);
         expect(stopped.has(s.workerId), ctx).toBe(false);
@@ -576,8 +619,8 @@ describe('decideScaling — invariants over random inputs', () => {
 
       const live = workers.filter((x) => LIVE.has(x.state));
       const liveAfter = live.filter((x) => !stopped.has(x.id));
-      // Serving: neither retiring before nor retired now.
-      const servingAfter = liveAfter.filter((x) => !x.retiring && !retired.has(x.id));
+      // Serving: neither retiring before (unless taken back) nor retired now.
+      const servingAfter = liveAfter.filter((x) => (!x.retiring || reinstated.has(x.id)) && !retired.has(x.id));
       const normalStart = d.start - d.surge;
       // Beyond workersMax no worker keeps serving (not counting replacements still starting during an update).
       const unproven = live.some((x) => !x.retiring && !current(x))
