@@ -1,4 +1,5 @@
-import type { Store } from '../store/index.ts';
+import type { WorkerRecord } from '../domain/index.ts';
+import type { SharedFleetStatus, Store } from '../store/index.ts';
 
 export interface EndpointHealth {
   /** Why queued jobs wait, when they do (`no-worker-yet`, `crash-loop`, `max-workers-reached`, …). */
@@ -29,25 +30,50 @@ const WHILE_QUEUED = new Set([
   'all-workers-busy',
 ]);
 
+/**
+ * Workers by state, as /health and the metrics count them: a worker holding a job is running whatever its recorded
+ * state; the fleet status adds the workers wanted but not started (throttled) and those a crash loop holds back
+ * (unhealthy). The latter stand for the same crashed workers as the supervisor's dead records (kept 30 s while the
+ * backoff reaches 60 s): the larger of the two counts, not their sum.
+ */
+export function workerCounts(
+  workers: readonly WorkerRecord[],
+  load: Record<string, number>,
+  fleet: Pick<SharedFleetStatus, 'throttled' | 'unhealthy'> | undefined,
+): Record<WorkerRecord['state'], number> {
+  const w: Record<WorkerRecord['state'], number> = {
+    idle: 0,
+    running: 0,
+    initializing: 0,
+    throttled: 0,
+    unhealthy: 0,
+    standby: 0,
+  };
+  let crashed = 0;
+  for (const worker of workers) {
+    if ((load[worker.id] ?? 0) > 0) w.running++;
+    else if (worker.state === 'idle' || worker.state === 'running') w.idle++;
+    else if (worker.state === 'unhealthy' && worker.managed) crashed++;
+    else w[worker.state]++;
+  }
+  w.throttled += fleet?.throttled ?? 0;
+  w.unhealthy += Math.max(crashed, fleet?.unhealthy ?? 0);
+  return w;
+}
+
 /** The /health body (interface §4.1 rule 7), with the extra worker states the hosted service also reports. */
 export async function endpointHealth(
   store: Store,
   endpointId: string,
-  fleet?: { throttled: number; reason: string | null; message: string | null },
+  fleet?: SharedFleetStatus,
 ): Promise<EndpointHealth> {
   const [counts, workers, load] = await Promise.all([
     store.jobCounts(endpointId),
     store.listWorkers(endpointId),
     store.runningByWorker(endpointId),
   ]);
-  const w = { idle: 0, running: 0, initializing: 0, ready: 0, throttled: 0, unhealthy: 0, standby: 0 };
-  for (const worker of workers) {
-    if ((load[worker.id] ?? 0) > 0) w.running++;
-    else if (worker.state === 'idle' || worker.state === 'running') w.idle++;
-    else w[worker.state]++;
-  }
+  const w = { ...workerCounts(workers, load, fleet), ready: 0 };
   w.ready = w.idle;
-  w.throttled += fleet?.throttled ?? 0;
   const stale = counts.inQueue === 0 && WHILE_QUEUED.has(fleet?.reason ?? '');
   return {
     ...(fleet?.reason && !stale ? { scaling: { reason: fleet.reason, message: fleet.message } } : {}),

@@ -15,7 +15,7 @@ export { statusBody, streamBody, workerJobBody, type TakenJob } from './views.ts
 export { classifyDone, streamChunks, parseWorkerJson } from './worker-posts.ts';
 export { Accounts, generateKey, hashKey, type Principal } from './accounts.ts';
 export { Resources, type EndpointChange, type ImageValidator } from './resources.ts';
-export { endpointHealth, type EndpointHealth } from './health.ts';
+export { endpointHealth, workerCounts, type EndpointHealth } from './health.ts';
 export { Volumes, type VolumeInput } from './volumes.ts';
 export { RegistryAuths, type RegistryAuthView, type RegistryCredentials } from './registry-auths.ts';
 export { UserSecrets, MissingSecretsError, type SecretInput, type SecretView } from './user-secrets.ts';

@@ -111,5 +111,5 @@ export class FleetStatusShare {
 
 /** Only statuses that say something: an endpoint without one reads as NO_FLEET_STATUS on every node. */
 function worthSharing(statuses: ReadonlyMap<string, FleetStatus>): Map<string, FleetStatus> {
-  return new Map([...statuses].filter(([, s]) => s.reason !== null || s.throttled > 0));
+  return new Map([...statuses].filter(([, s]) => s.reason !== null || s.throttled > 0 || s.unhealthy > 0));
 }

@@ -58,7 +58,7 @@ export interface SupervisorDeps {
 export type FleetStatus = SharedFleetStatus;
 
 /** Nothing to explain: no status for the endpoint. */
-export const NO_FLEET_STATUS: FleetStatus = Object.freeze({ throttled: 0, reason: null, message: null });
+export const NO_FLEET_STATUS: FleetStatus = Object.freeze({ throttled: 0, unhealthy: 0, reason: null, message: null });
 
 /** The supervisor's view of one worker it started: a small state machine (STYLE.md habit 11). */
 interface Managed {
@@ -253,7 +253,7 @@ export class Supervisor {
     for (const id of await this.d.store.activeEndpointIds()) ids.add(id);
     for (const e of await this.d.store.listEndpoints(null)) if (e.workersMin > 0) ids.add(e.id);
     // Workers wanted at the last pass (for jobs since cancelled, purged or expired): one more pass says they are not.
-    for (const [id, s] of this.statuses) if (s.throttled > 0) ids.add(id);
+    for (const [id, s] of this.statuses) if (s.throttled > 0 || s.unhealthy > 0) ids.add(id);
     for (const id of ids) {
       try {
         await this.reconcile(id);
@@ -324,8 +324,7 @@ export class Supervisor {
         endpoint,
         snapshot.inQueue + snapshot.inQueueLowPriority,
         views,
-        started.throttled,
-        started.held,
+        started,
         started.backoff,
         started.startError,
         refusal,
@@ -489,7 +488,13 @@ export class Supervisor {
     views: WorkerView[],
     decision: ScalingDecision,
     now: number,
-  ): Promise<{ throttled: number; held: number; startError: string | null; backoff: BackoffDecision }> {
+  ): Promise<{
+    throttled: number;
+    held: number;
+    unhealthy: number;
+    startError: string | null;
+    backoff: BackoffDecision;
+  }> {
     // Plain starts, then surge starts each naming the outdated worker it replaces.
     const plan: Array<string | null> = [
       ...Array.from({ length: decision.start - decision.surge }, () => null),
@@ -512,6 +517,8 @@ export class Supervisor {
     plan.splice(room);
     const backoff = decideBackoff(this.historyOf(endpoint.id), now);
     let throttled = decision.throttled;
+    // Starts the backoff holds back (failures since the last healthy worker): shown as unhealthy, not throttled.
+    let unhealthy = 0;
     let startError: string | null = null;
     // After start failures, while no worker of this version is up, one probe at a time: a broken image then costs
     // one process per backoff window, not workersMax of them. Once one is up, the image works: starts are free again
@@ -521,7 +528,7 @@ export class Supervisor {
     const probeInFlight = probing && views.some((v) => v.state === 'initializing' && v.version === endpoint.version);
     if (plan.length > 0 && backoff.allowed && !probeInFlight) {
       const starts = probing ? 1 : plan.length;
-      throttled += plan.length - starts;
+      unhealthy += plan.length - starts;
       for (let i = 0; i < starts; i++) {
         const result = await this.startWorker(endpoint, request, plan[i] ?? null);
         if (result !== 'ok') {
@@ -531,12 +538,13 @@ export class Supervisor {
         }
       }
     } else {
-      throttled += plan.length;
+      // Not allowed by the backoff, or a probe is starting: either way after failures.
+      unhealthy += plan.length;
     }
     // A start that failed in the executor since the last pass (launch) is reported once, as one made now would be.
     startError ??= this.launchErrors.get(endpoint.id) ?? null;
     this.launchErrors.delete(endpoint.id);
-    return { throttled, held, startError, backoff };
+    return { throttled, held, unhealthy, startError, backoff };
   }
 
   /** Track readiness and idleness of a managed worker from its record and its running jobs. */
@@ -884,8 +892,7 @@ export class Supervisor {
     endpoint: Endpoint,
     queued: number,
     views: WorkerView[],
-    throttled: number,
-    held: number,
+    starts: { throttled: number; held: number; unhealthy: number },
     backoff: BackoffDecision,
     startError: string | null,
     refusal: string | null,
@@ -893,9 +900,12 @@ export class Supervisor {
     request: GpuRequest,
     onlyLowPriority = false,
   ): FleetStatus {
-    // Held starts count as throttled workers too (wanted, not running); the reason tells them apart.
+    const { throttled, held } = starts;
+    // Held starts count as throttled workers too (wanted, not running); the reason tells them apart. Starts the
+    // backoff holds back are unhealthy ones: their predecessors crashed or failed to start.
     const s = (reason: string | null, message: string | null): FleetStatus => ({
       throttled: throttled + held,
+      unhealthy: starts.unhealthy,
       reason,
       message,
     });

@@ -1,13 +1,13 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { JOB_STATUSES, jobTimes, type Job, type WorkerState } from '../domain/index.ts';
-import type { JobEngine, JobEvent } from '../engine/index.ts';
+import { workerCounts, type JobEngine, type JobEvent } from '../engine/index.ts';
 import { COUNT_OF_STATE, type Store } from '../store/index.ts';
 
 /** What the scrape reads: the store for counts, the supervisor (when one runs here) for throttled workers. */
 export interface MetricsSources {
   store: Store;
   engine: JobEngine;
-  fleetStatus?: (endpointId: string) => { throttled: number };
+  fleetStatus?: (endpointId: string) => { throttled: number; unhealthy: number };
 }
 
 /** How a webhook attempt ended: delivered (200), pending (another attempt follows), failed (no attempt left). */
@@ -233,21 +233,12 @@ export class WharfMetrics {
           store.queueSnapshot(e.id),
           store.runningByWorker(e.id),
         ]);
-        const workers: Record<WorkerState, number> = {
-          initializing: 0,
-          idle: 0,
-          running: 0,
-          throttled: 0,
-          unhealthy: 0,
-          standby: 0,
-        };
-        // As /health counts them: a worker holding a job is running whatever its recorded state.
-        for (const w of byEndpoint.get(e.id) ?? []) {
-          if ((load[w.id] ?? 0) > 0) workers.running++;
-          else if (w.state === 'running') workers.idle++;
-          else workers[w.state]++;
-        }
-        workers.throttled += this.src.fleetStatus?.(e.id).throttled ?? 0;
+        // As /health counts them.
+        const workers: Record<WorkerState, number> = workerCounts(
+          byEndpoint.get(e.id) ?? [],
+          load,
+          this.src.fleetStatus?.(e.id),
+        );
         return { id: e.id, counts, snapshot, workers };
       }),
     );

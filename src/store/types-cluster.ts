@@ -27,6 +27,11 @@ export interface LeaderDuties {
  */
 export interface SharedFleetStatus {
   throttled: number;
+  /**
+   * Workers wanted but held back by the crash-loop backoff (their predecessors failed to start or crashed): /health
+   * shows them as unhealthy for as long as the loop lasts, not only while a crashed worker's record is kept.
+   */
+  unhealthy: number;
   reason: string | null;
   message: string | null;
 }

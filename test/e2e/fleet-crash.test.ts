@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 
 import { closeFleet, ECHO_TEMPLATE, sleep, startFleet, waitUntil, type Fleet } from '../helpers/fleet.ts';
-import { createEndpoint } from '../helpers/server.ts';
+import { sample } from '../helpers/prometheus.ts';
+import { createEndpoint, TestClock } from '../helpers/server.ts';
 
 let t: Fleet;
 let tmp: string;
@@ -136,6 +137,73 @@ it('after start failures, one worker at a time probes the image: not workersMax 
   await sleep(2000);
   expect(await startsSoFar()).toBe(4);
 });
+
+it('a crash loop reads as unhealthy workers in /health for as long as it lasts, never as throttled ones', async () => {
+  // A test clock: the backoff windows (4, 8, 16, 32 s) and the 30 s a crashed worker's record is kept pass at once.
+  const clock = new TestClock();
+  const f = await startFleet({}, { clock });
+  try {
+    const ep = await f.endpoint(
+      { workersMax: 1, idleTimeout: 1 },
+      { dockerStartCmd: ['node', '-e', 'console.error("boom: crash loop"); process.exit(1)'] },
+    );
+    await f.run(ep, { n: 1 });
+    const starts = async (): Promise<number> => {
+      const res = await f.api('GET', `/v1/endpoints/${ep}/logs?limit=5000`);
+      const lines = res.json.lines as Array<{ workerId: string; message: string }>;
+      return new Set(lines.filter((l) => l.message.includes('boom: crash loop')).map((l) => l.workerId)).size;
+    };
+    // Between two starts: the crashed worker gone, the next start waiting out the backoff.
+    const betweenStarts = async (): Promise<any> => {
+      let h: any;
+      await waitUntil(
+        async () => (h = await f.health(ep)).scaling?.reason === 'crash-loop' && h.workers.initializing === 0,
+        10_000,
+        () => JSON.stringify(h),
+      );
+      return h;
+    };
+    await waitUntil(
+      async () => (await starts()) >= 3,
+      15_000,
+      () => 'three failed starts',
+    );
+    for (const [n, backoffMs] of [
+      [4, 4000],
+      [5, 8000],
+      [6, 16_000],
+    ] as const) {
+      const h = await betweenStarts();
+      expect(h.workers).toMatchObject({ throttled: 0, idle: 0, running: 0 });
+      expect(h.workers.unhealthy).toBeGreaterThanOrEqual(1);
+      clock.advance(backoffMs);
+      await waitUntil(
+        async () => (await starts()) >= n,
+        10_000,
+        () => `start ${n}`,
+      );
+    }
+    // Six failures: the next start waits 32 s, longer than a crashed worker's record is kept (30 s). Past that, the
+    // loop still reads as the one worker wanted, unhealthy.
+    await betweenStarts();
+    clock.advance(31_000);
+    await waitUntil(
+      async () => (await f.workers(ep)).length === 0,
+      5_000,
+      () => 'the crashed records pruned',
+    );
+    const h = await f.health(ep);
+    expect(h.scaling.reason).toBe('crash-loop');
+    expect(h.workers).toMatchObject({ unhealthy: 1, throttled: 0, initializing: 0, idle: 0, running: 0 });
+    // The metrics count them as /health does.
+    const metrics = (await f.api('GET', '/metrics')).text;
+    expect(sample(metrics, 'wharf_workers', { endpoint: ep, state: 'unhealthy' })).toBe(1);
+    expect(sample(metrics, 'wharf_workers', { endpoint: ep, state: 'throttled' })).toBe(0);
+    expect(await starts()).toBe(6);
+  } finally {
+    await closeFleet(f);
+  }
+}, 60_000);
 
 it('refuses an endpoint whose template image is not file://… with the process executor', async () => {
   await expect(

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 
 import { expect } from 'vitest';
 
-import { createEndpoint, startTestServer, type TestServer } from './server.ts';
+import { createEndpoint, startTestServer, type TestServer, type TestServerOptions } from './server.ts';
 import { ROOT } from './processes.ts';
 
 /** The example worker as a template: the process executor runs it in examples/echo-ts. */
@@ -50,8 +50,11 @@ export interface Fleet extends TestServer {
   pids(): number[];
 }
 
-export async function startFleet(overrides: Record<string, unknown> = {}): Promise<Fleet> {
-  const t = await startTestServer({ ...FLEET, ...overrides });
+export async function startFleet(
+  overrides: Record<string, unknown> = {},
+  opts: TestServerOptions = {},
+): Promise<Fleet> {
+  const t = await startTestServer({ ...FLEET, ...overrides }, opts);
   const endpoints: string[] = [];
   const fleet: Fleet = {
     ...t,

@@ -233,8 +233,9 @@ describe.skipIf(unavailable !== null)('postgres specifics', () => {
         await client.end();
       }
     };
-    const busy: SharedFleetStatus = { throttled: 2, reason: 'no-gpu-capacity', message: 'no GPU free' };
-    const idle: SharedFleetStatus = { throttled: 0, reason: null, message: null };
+    const busy: SharedFleetStatus = { throttled: 2, unhealthy: 0, reason: 'no-gpu-capacity', message: 'no GPU free' };
+    const idle: SharedFleetStatus = { throttled: 0, unhealthy: 0, reason: null, message: null };
+    const looping: SharedFleetStatus = { throttled: 0, unhealthy: 2, reason: 'crash-loop', message: 'boom' };
     await one.shareFleetStatus(
       new Map([
         ['ep1', busy],
@@ -260,6 +261,11 @@ describe.skipIf(unavailable !== null)('postgres specifics', () => {
     // ep2 is gone (an endpoint deleted), ep1 changed.
     expect(await one.shareFleetStatus(new Map([['ep1', idle]]))).toBe(true);
     expect(await two.sharedFleetStatus()).toEqual(new Map([['ep1', idle]]));
+    // The workers a crash loop holds back are shared too.
+    expect(await one.shareFleetStatus(new Map([['ep1', looping]]))).toBe(true);
+    expect(await two.sharedFleetStatus()).toEqual(new Map([['ep1', looping]]));
+    expect(await one.shareFleetStatus(new Map([['ep1', { ...looping, unhealthy: 1 }]]))).toBe(true);
+    expect((await two.sharedFleetStatus()).get('ep1')?.unhealthy).toBe(1);
     // Another node leads now: its first share replaces everything, including what it never knew about.
     await two.shareFleetStatus(new Map([['ep3', busy]]));
     expect(await one.sharedFleetStatus()).toEqual(new Map([['ep3', busy]]));
@@ -289,7 +295,7 @@ describe.skipIf(unavailable !== null)('postgres specifics', () => {
     try {
       await sleep(300);
       expect(follower.status('ep1').reason).toBeNull();
-      const busy: FleetStatus = { throttled: 1, reason: 'no-gpu-capacity', message: 'no GPU free' };
+      const busy: FleetStatus = { throttled: 1, unhealthy: 2, reason: 'crash-loop', message: 'boom' };
       leaderStatuses.set('ep1', busy);
       const took = await until(() => follower.status('ep1').reason !== null, 5000, 'the follower shows it');
       expect(follower.status('ep1')).toEqual(busy);

@@ -58,7 +58,9 @@ export class PgCluster implements ClusterNode {
   }
 
   async shareFleetStatus(statuses: ReadonlyMap<string, SharedFleetStatus>): Promise<boolean> {
-    const next = new Map([...statuses].map(([id, s]) => [id, JSON.stringify([s.throttled, s.reason, s.message])]));
+    const next = new Map(
+      [...statuses].map(([id, s]) => [id, JSON.stringify([s.throttled, s.unhealthy, s.reason, s.message])]),
+    );
     const changed = [...next].filter(([id, json]) => this.shared?.get(id) !== json).map(([id]) => id);
     const gone = this.shared === null || [...this.shared.keys()].some((id) => !next.has(id));
     if (changed.length === 0 && !gone) return false;
@@ -68,11 +70,18 @@ export class PgCluster implements ClusterNode {
       if (changed.length === 0) return;
       const rows = changed.map((id) => statuses.get(id)!);
       await c.query(
-        `INSERT INTO fleet_status (endpoint_id, throttled, reason, message)
-         SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[])
+        `INSERT INTO fleet_status (endpoint_id, throttled, unhealthy, reason, message)
+         SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::text[])
          ON CONFLICT (endpoint_id) DO UPDATE
-           SET throttled = excluded.throttled, reason = excluded.reason, message = excluded.message`,
-        [changed, rows.map((s) => s.throttled), rows.map((s) => s.reason), rows.map((s) => s.message)],
+           SET throttled = excluded.throttled, unhealthy = excluded.unhealthy, reason = excluded.reason,
+             message = excluded.message`,
+        [
+          changed,
+          rows.map((s) => s.throttled),
+          rows.map((s) => s.unhealthy),
+          rows.map((s) => s.reason),
+          rows.map((s) => s.message),
+        ],
       );
     });
     this.shared = next;
@@ -85,10 +94,16 @@ export class PgCluster implements ClusterNode {
     const rows = await this.db.query<{
       endpoint_id: string;
       throttled: number;
+      unhealthy: number;
       reason: string | null;
       message: string | null;
-    }>('SELECT endpoint_id, throttled, reason, message FROM fleet_status');
-    return new Map(rows.map((r) => [r.endpoint_id, { throttled: r.throttled, reason: r.reason, message: r.message }]));
+    }>('SELECT endpoint_id, throttled, unhealthy, reason, message FROM fleet_status');
+    return new Map(
+      rows.map((r) => [
+        r.endpoint_id,
+        { throttled: r.throttled, unhealthy: r.unhealthy, reason: r.reason, message: r.message },
+      ]),
+    );
   }
 
   rateCounter(opts: { points: number; durationS: number }): RateLimiterAbstract {

@@ -328,6 +328,12 @@ CREATE UNIQUE INDEX secrets_name ON secrets (user_id, name);
     name: "settings: the server's own, such as the secret key check",
     sql: `CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);`,
   },
+  {
+    version: 12,
+    name: 'fleet_status: the workers a crash loop holds back',
+    // Shown as unhealthy on every node for as long as the loop lasts; a leader of the version before writes none (0).
+    sql: `ALTER TABLE fleet_status ADD COLUMN unhealthy INTEGER NOT NULL DEFAULT 0;`,
+  },
 ];
 
 export const LATEST = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
