@@ -427,6 +427,9 @@ export class WorkerGateway implements TakeHandOff {
       return;
     }
     const res = await this.store.finishJob(worker.endpointId, jobId, worker.id, post.result, this.clock.now());
+    // Announced before the retirement, which may fail: the worker's retry is then acknowledged as already recorded
+    // below, without announcing it again, and the job's waiters would sleep until their waits ran out.
+    if (res.ok) this.engine.jobChanged(res.job);
     if (post.result.stopPod) await this.retire(worker, 'stopPod');
     if (!res.ok) {
       // A retry of a result this worker already got accepted (its acknowledgement was lost: a dropped connection,
@@ -434,7 +437,6 @@ export class WorkerGateway implements TakeHandOff {
       if (res.reason === 'stale' && alreadyRecorded(res.job, worker.id, post.result)) return;
       throw await this.refusal(worker, jobId, res.reason);
     }
-    this.engine.jobChanged(res.job);
   }
 
   /**

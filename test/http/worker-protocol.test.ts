@@ -806,6 +806,32 @@ describe('job-done bodies (every captured shape)', () => {
     expect((await w.take()).status).toBe(204);
   });
 
+  it("stopPod: a retirement the store fails after the result is stored still wakes the job's waiters", async () => {
+    // The result commits, then the worker's retirement fails (a store outage): the post answers 5xx and the SDK
+    // retries it, which is acknowledged as already recorded. The job's waiters must have been woken by the first.
+    const { ep, w, id } = await takenJob({ x: 2 });
+    const store = t.server.store;
+    const markWorker = store.markWorker.bind(store);
+    let failed = false;
+    store.markWorker = (...args) => {
+      if (failed) return markWorker(...args);
+      failed = true;
+      return Promise.reject(new Error('store outage'));
+    };
+    try {
+      const started = Date.now();
+      const waiter = t.api('GET', `/v2/${ep}/status-sync/${id}?wait=20000`);
+      await new Promise((r) => setTimeout(r, 100)); // the waiter is waiting
+      expect((await w.done(id, { output: 'done', stopPod: true })).status).toBeGreaterThanOrEqual(500);
+      expect((await w.done(id, { output: 'done', stopPod: true })).status).toBe(200);
+      const res = await waiter;
+      expect(res.json).toMatchObject({ status: 'COMPLETED', output: 'done' });
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      store.markWorker = markWorker;
+    }
+  });
+
   it('a second final post for the same job is refused and changes nothing', async () => {
     const { ep, w, id } = await takenJob();
     expect((await w.done(id, { output: 'first' })).status).toBe(200);
