@@ -150,6 +150,29 @@ describe('Go SDK request shapes', () => {
     expect(longRes.json).toMatchObject({ id: longId, status: 'COMPLETED', output: 'short' });
   });
 
+  it('RunSync{Timeout: 0}: /runsync?wait=0 waits the 1000 ms minimum, inside the SDK own 2 s client timeout', async () => {
+    // timeout 0 < 90 → wait = 0 * 1000 and an http.Client timeout of 0 + 2 s; the loop then sends status-sync?wait=0.
+    const started = Date.now();
+    const sync = await goCall('POST', '/runsync?wait=0', { input: { prompt: 'zero' } });
+    const took = Date.now() - started;
+    expect(sync.status, sync.text).toBe(200);
+    goDecodes(sync.json, GO_STATUS);
+    expect(TERMINAL).not.toContain(sync.json.status);
+    expect(took).toBeGreaterThanOrEqual(900);
+    expect(took).toBeLessThan(2000);
+    const id = sync.json.id as string;
+    expect(await serve(ep, 'zero done')).toBe(id);
+    const done = await goCall('POST', `/status-sync/${id}?wait=0`);
+    expect(done.status).toBe(200);
+    expect(done.json).toMatchObject({ id, status: 'COMPLETED', output: 'zero done' });
+
+    // A job that finishes within that second comes back from the one call.
+    const quick = goCall('POST', '/runsync?wait=0', { input: { prompt: 'quick' } });
+    await new Promise((r) => setTimeout(r, 100));
+    const quickId = await serve(ep, 'quick done');
+    expect((await quick).json).toMatchObject({ id: quickId, status: 'COMPLETED', output: 'quick done' });
+  });
+
   it('Status (POST, empty body) of a failed job: `error` is a string, as the Go struct needs', async () => {
     const run = await goCall('POST', '/run', { input: { fail: true } });
     const w = worker();

@@ -96,7 +96,9 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
       const final = await engine.waitForFinal(
         endpoint.id,
         job.id,
-        request.query.wait ?? POLICY.runsyncWaitMs.default,
+        request.query.wait === undefined
+          ? POLICY.runsyncWaitMs.default
+          : Math.max(request.query.wait, POLICY.runsyncWaitMs.min),
         clientGone(request, reply),
       );
       // The submit did not wait for its fsync (store.submitJob, mode sync): the id must be on disk before it leaves.

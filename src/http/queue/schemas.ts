@@ -49,8 +49,19 @@ export const SubmitBody = Type.Object(
   { additionalProperties: true, description: 'An optional member (at any depth) sent as null is taken as absent.' },
 );
 
+/**
+ * A `wait` under the documented 1000 ms minimum waits 1000 ms rather than being refused: the Go SDK's RunSync with
+ * `Timeout: 0` sends `wait=0` (with a 2 s client timeout, so the 90 s default would fail it), and runpod-sdk clamps its
+ * own waits to the same 1000 ms floor.
+ */
 export const RunsyncQuery = Type.Object({
-  wait: Type.Optional(Type.Integer({ minimum: POLICY.runsyncWaitMs.min, maximum: POLICY.runsyncWaitMs.max })),
+  wait: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: POLICY.runsyncWaitMs.max,
+      description: `ms; under ${POLICY.runsyncWaitMs.min} waits ${POLICY.runsyncWaitMs.min}`,
+    }),
+  ),
 });
 /**
  * `/status?ttl=` has no floor (interface §4.1 gives none; the 10 s minimum is policy.ttl's at submission): the hosted
