@@ -341,3 +341,183 @@ describe('saveEndpoint fields and modify semantics', () => {
     expect(quoted.json.errors[0].message).toMatch(/Enum "FlashBootType" cannot represent non-enum value/);
   });
 });
+
+// Documents of the other official clients, as their sources send them (facts §2.3: fields "used live but absent from
+// the Sep-2025 snapshot" and hubReleaseId). A field the schema does not define fails the whole document with a 400.
+describe('saveEndpoint as flash, runpod-mcp and runpodctl --hub-id send it', () => {
+  // runpod/flash src/runpod_flash/core/api/runpod.py save_endpoint(), with its own indentation.
+  const FLASH_SAVE = `
+        mutation saveEndpoint($input: EndpointInput!) {
+            saveEndpoint(input: $input) {
+                aiKey
+                gpuIds
+                id
+                idleTimeout
+                locations
+                name
+                networkVolumeId
+                networkVolumeIds {
+                    networkVolumeId
+                    dataCenterId
+                }
+                flashEnvironmentId
+                scalerType
+                scalerValue
+                templateId
+                type
+                userId
+                version
+                workersMax
+                workersMin
+                workersStandby
+                workersPFBTarget
+                gpuCount
+                allowedCudaVersions
+                minCudaVersion
+                executionTimeoutMs
+                instanceIds
+                activeBuildid
+                idePodId
+                flashBootType
+            }
+        }
+        `;
+
+  it('flash: ServerlessResource.model_dump() (workersPFBTarget, flashEnvironmentId) creates, then updates by id', async () => {
+    // The pydantic defaults of ServerlessResource, exclude_none (serverless.py): flashboot → flashBootType FLASHBOOT.
+    const input = {
+      executionTimeoutMs: 0,
+      gpuCount: 1,
+      idleTimeout: 60,
+      minCudaVersion: '12.8',
+      name: 'flash-ep',
+      flashEnvironmentId: 'env-abc123',
+      scalerType: 'QUEUE_DELAY',
+      scalerValue: 4,
+      templateId,
+      type: 'QB',
+      workersMax: 3,
+      workersMin: 0,
+      workersPFBTarget: 0,
+      allowedCudaVersions: '',
+      gpuIds: 'AMPERE_16,AMPERE_24',
+      flashBootType: 'FLASHBOOT',
+    };
+    const created = ok(await run(FLASH_SAVE, { input }), 'saveEndpoint');
+    expect(created).toMatchObject({
+      name: 'flash-ep',
+      templateId,
+      idleTimeout: 60,
+      minCudaVersion: '12.8',
+      flashBootType: 'FLASHBOOT',
+      workersPFBTarget: 0,
+      flashEnvironmentId: null,
+      activeBuildid: null,
+      idePodId: null,
+    });
+    const updated = ok(
+      await run(FLASH_SAVE, { input: { ...input, id: created.id, workersMax: 5, workersPFBTarget: 2 } }),
+      'saveEndpoint',
+    );
+    expect(updated).toMatchObject({ id: created.id, workersMax: 5, workersPFBTarget: 0 });
+  });
+
+  it("flash: the GPU stock check's lowestPrice input (secureCloud, includeAiApi, allowedCudaVersions, compliance)", async () => {
+    const query = `
+        query ServerlessGpuTypes($lowestPriceInput: GpuLowestPriceInput, $gpuTypesInput: GpuTypeFilter) {
+          gpuTypes(input: $gpuTypesInput) {
+            lowestPrice(input: $lowestPriceInput) {
+              stockStatus
+            }
+          }
+        }
+        `;
+    const variables = {
+      gpuTypesInput: { ids: ['NVIDIA GeForce RTX 4090'] },
+      lowestPriceInput: {
+        dataCenterId: null,
+        gpuCount: 1,
+        secureCloud: true,
+        includeAiApi: true,
+        allowedCudaVersions: [],
+        compliance: [],
+      },
+    };
+    const types = ok(await run(query, variables), 'gpuTypes');
+    expect(types).toHaveLength(1);
+  });
+
+  it('runpod-mcp set-endpoint-gpus: reads the snapshot (requestTTL), echoes it with compliance', async () => {
+    const made = ok(
+      await run(
+        `mutation { saveEndpoint(input: {name: "mcp", templateId: "${templateId}", gpuIds: "ADA_24"}) { id } }`,
+      ),
+      'saveEndpoint',
+    );
+    // src/_shared/endpoint-gpu-ids.ts SNAPSHOT_QUERY and SAVE_ENDPOINT_MUTATION.
+    const snapshotQuery = `
+  query EndpointSnapshot($id: String!) {
+    myself {
+      endpoint(id: $id) {
+        id
+        name
+        gpuIds
+        gpuCount
+        workersMin
+        workersMax
+        idleTimeout
+        scalerType
+        scalerValue
+        executionTimeoutMs
+        requestTTL
+        flashBootType
+        locations
+        allowedCudaVersions
+        minCudaVersion
+        instanceIds
+      }
+    }
+  }
+`;
+    const snap = ok(await run(snapshotQuery, { id: made.id }), 'myself').endpoint;
+    expect(snap).toMatchObject({ id: made.id, gpuIds: 'ADA_24', requestTTL: null });
+    const save = `
+  mutation saveEndpoint($input: EndpointInput!) {
+    saveEndpoint(input: $input) {
+      id
+      name
+      gpuIds
+      gpuCount
+      workersMin
+      workersMax
+    }
+  }
+`;
+    const { instanceIds: _none, ...echo } = snap;
+    const saved = ok(
+      await run(save, {
+        input: { ...echo, gpuIds: 'ADA_24,-NVIDIA GeForce RTX 4090', compliance: ['GDPR', 'SOC_2_TYPE_2'] },
+      }),
+      'saveEndpoint',
+    );
+    expect(saved).toMatchObject({ id: made.id, gpuIds: 'ADA_24,-NVIDIA GeForce RTX 4090' });
+    const read = ok(await run(`{ myself { endpoint(id: "${made.id}") { compliance requestTTL } } }`), 'myself');
+    expect(read.endpoint).toEqual({ compliance: [], requestTTL: null });
+  });
+
+  it('runpodctl serverless create --hub-id: hubReleaseId with an inline template', async () => {
+    const doc = `mutation SaveEndpoint($input: EndpointInput!) { saveEndpoint(input: $input) { id name templateId gpuIds } }`;
+    const input = {
+      name: 'hub-ep',
+      hubReleaseId: 'rel-123',
+      template: { name: 'hub-ep-tpl', imageName: 'img:1', containerDiskInGb: 20, dockerArgs: '', env: [] },
+      gpuIds: 'ADA_24',
+      gpuCount: 1,
+      workersMin: 0,
+      workersMax: 3,
+      flashBootType: 'FLASHBOOT',
+    };
+    const ep = ok(await run(doc, { input }), 'saveEndpoint');
+    expect(ep).toMatchObject({ name: 'hub-ep', gpuIds: 'ADA_24', templateId: expect.any(String) });
+  });
+});

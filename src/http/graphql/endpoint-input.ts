@@ -53,6 +53,12 @@ export interface GqlEndpointInput {
   flashBootType?: 'FLASHBOOT' | 'OFF' | null;
   type?: string | null;
   modelReferences?: ReadonlyArray<string | null> | null;
+  // Accepted and ignored (docs/graphql.md): sent by flash, runpod-mcp and runpodctl --hub-id.
+  workersPFBTarget?: number | null;
+  compliance?: ReadonlyArray<string | null> | null;
+  requestTTL?: number | null;
+  flashEnvironmentId?: string | null;
+  hubReleaseId?: string | null;
 }
 
 /** Applied whenever these fields are left out, on create and on modify (measured on the hosted service). */
@@ -84,6 +90,9 @@ export function endpointFields(
   if (input.modelReferences?.some((m) => m)) throw invalid('modelReferences', 'are not supported by Wharf');
   if (input.workersStandby !== undefined && input.workersStandby !== null) {
     intIn('workersStandby', input.workersStandby, 0, 1000);
+  }
+  if (input.workersPFBTarget !== undefined && input.workersPFBTarget !== null) {
+    intIn('workersPFBTarget', input.workersPFBTarget, 0, 1000);
   }
   const d = GRAPHQL_ENDPOINT_DEFAULTS;
   const out: Omit<Partial<EndpointInput>, 'templateId'> = {

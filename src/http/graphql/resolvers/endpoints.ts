@@ -78,6 +78,13 @@ export const endpointResolvers: ResolverMap = {
     createdAt: (e: Endpoint) => new Date(e.createdAt).toISOString(),
     aiKey: () => null,
     modelReferences: () => [],
+    // Fields other clients select (flash, runpod-mcp) for things Wharf does not have: docs/graphql.md.
+    workersPFBTarget: () => 0,
+    compliance: () => [],
+    requestTTL: () => null,
+    flashEnvironmentId: () => null,
+    activeBuildid: () => null,
+    idePodId: () => null,
     networkVolume: (e: Endpoint, _: unknown, ctx: GqlContext) =>
       e.networkVolumeId ? volumeOf(ctx, e.networkVolumeId) : null,
     networkVolumeIds: (e: Endpoint, _: unknown, ctx: GqlContext) =>
