@@ -73,6 +73,24 @@ describe('OpenAI routes with a protocol worker', () => {
     expect(text.endsWith('"}\n\ndata: [DONE]\n\n')).toBe(true);
   });
 
+  it("vLLM's error object answers with its status and X-Should-Retry: false, a 5xx too (no client retries it)", async () => {
+    // The OpenAI clients retry 408, 409, 429 and 5xx unless told not to; each retry would be another job that fails
+    // the same way (docs/openai.md "Errors").
+    for (const code of [500, 503, 400, 429]) {
+      const w = protocolWorker(t, ep, `vllm-error-${code}`);
+      const pending = post('/chat/completions', { model: 'm', messages: [] });
+      const jobId = (await w.take()).json.id as string;
+      const output = [{ object: 'error', message: `engine says ${code}`, type: 'EngineError', param: null, code }];
+      expect((await w.done(jobId, { output })).status).toBe(200);
+      const res = await pending;
+      expect(res.status).toBe(code);
+      expect(res.headers.get('x-should-retry'), `code ${code}`).toBe('false');
+      expect(await res.json()).toEqual({
+        error: { message: `engine says ${code}`, type: 'EngineError', param: null, code },
+      });
+    }
+  });
+
   it('a client that hangs up during a non-streaming wait cancels the job; its worker is told to stop', async () => {
     const w = protocolWorker(t, ep, 'hangup');
     const ac = new AbortController();

@@ -90,6 +90,9 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
     }
     const answer = final.status === 'COMPLETED' && final.outputJson !== null ? answerOf(final.outputJson) : null;
     if (!answer) throw failure(final);
+    // The worker's own error (vLLM's error object), a 5xx included, is its answer to this request: sending it again
+    // runs another job that fails the same way, as for OPENAI_JOB_FAILED (the OpenAI clients retry 5xx otherwise).
+    if (answer.status !== 200) reply.header('x-should-retry', 'false');
     return sendJson(reply, answer.body, answer.status);
   }
 
