@@ -422,6 +422,27 @@ describe('saveEndpoint as flash, runpod-mcp and runpodctl --hub-id send it', () 
     expect(updated).toMatchObject({ id: created.id, workersMax: 5, workersPFBTarget: 0 });
   });
 
+  it('flash: a first deploy from an image sends its PodTemplate inline, whose `config` is an object', async () => {
+    // PodTemplate (core/resources/template.py) defaults, model_dump(exclude_none) inside the endpoint's payload.
+    const template = {
+      advancedStart: false,
+      config: {},
+      containerDiskInGb: 64,
+      containerRegistryAuthId: '',
+      dockerArgs: '',
+      env: [{ key: 'RUNPOD_API_KEY', value: 'k' }],
+      imageName: 'runpod/flash:latest',
+      name: 'ServerlessResource_0123abcd__PodTemplate_4567ef',
+      ports: '',
+      startScript: '',
+    };
+    const input = { name: 'flash-img', template, gpuIds: 'ADA_24', workersPFBTarget: 0, flashBootType: 'FLASHBOOT' };
+    const ep = ok(await run(FLASH_SAVE, { input }), 'saveEndpoint');
+    expect(ep).toMatchObject({ name: 'flash-img', templateId: expect.any(String), flashBootType: 'FLASHBOOT' });
+    const tpl = (await t.api('GET', `/v1/templates/${ep.templateId}`)).json;
+    expect(tpl).toMatchObject({ imageName: 'runpod/flash:latest', env: { RUNPOD_API_KEY: 'k' } });
+  });
+
   it("flash: the GPU stock check's lowestPrice input (secureCloud, includeAiApi, allowedCudaVersions, compliance)", async () => {
     const query = `
         query ServerlessGpuTypes($lowestPriceInput: GpuLowestPriceInput, $gpuTypesInput: GpuTypeFilter) {
