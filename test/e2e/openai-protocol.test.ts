@@ -80,7 +80,9 @@ describe('OpenAI routes with a protocol worker', () => {
       const w = protocolWorker(t, ep, `vllm-error-${code}`);
       const pending = post('/chat/completions', { model: 'm', messages: [] });
       const jobId = (await w.take()).json.id as string;
-      const output = [{ object: 'error', message: `engine says ${code}`, type: 'EngineError', param: null, code }];
+      // vLLM's older ErrorResponse for 500 and 400, the current {"error": ErrorInfo} for 503 and 429.
+      const info = { message: `engine says ${code}`, type: 'EngineError', param: null, code };
+      const output = [code === 500 || code === 400 ? { object: 'error', ...info } : { error: info }];
       expect((await w.done(jobId, { output })).status).toBe(200);
       const res = await pending;
       expect(res.status).toBe(code);

@@ -21,6 +21,26 @@ describe('OpenAI route: worker output to HTTP', () => {
     expect(answerOf('{"object":"error","message":"x"}')?.status).toBe(400);
   });
 
+  it("keeps the status of newer vLLM's error response, {error: {message, type, param, code}}", () => {
+    // vLLM's ErrorResponse became {"error": ErrorInfo}; worker-vllm yields its model_dump() as the output.
+    const res = answerOf(
+      '[{"error":{"message":"max_tokens must be at least 1","type":"BadRequestError","param":null,"code":400}}]',
+    );
+    expect(res?.status).toBe(400);
+    expect(JSON.parse(res!.body)).toEqual({
+      error: { message: 'max_tokens must be at least 1', type: 'BadRequestError', param: null, code: 400 },
+    });
+    expect(answerOf('{"error":{"message":"engine dead","type":"InternalServerError","code":500}}')?.status).toBe(500);
+    // As a stream chunk: the same error event.
+    expect(sseOfChunk('{"output":{"error":{"message":"m","type":"T","param":null,"code":404}}}')).toBe(
+      'data: {"error":{"message":"m","type":"T","param":null,"code":404}}\n\n',
+    );
+    // A successful answer is never taken for one: it names its object, and an error needs a message.
+    expect(answerOf('{"object":"chat.completion","choices":[],"error":{"message":"x"}}')?.status).toBe(200);
+    expect(answerOf('{"error":{"code":500}}')?.status).toBe(200);
+    expect(answerOf('{"error":"text"}')?.status).toBe(200);
+  });
+
   it('a job that completed without streaming: its chat.completion as one chunk with a delta, SSE text as it is', () => {
     const completion = {
       id: 'c1',

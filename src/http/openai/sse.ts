@@ -124,13 +124,27 @@ export function answerOf(outputJson: string): { status: number; body: string } |
 }
 
 /**
- * vLLM's own error object (`{"object": "error", "message", "type", "code": 400}`) as the OpenAI error body with its
- * status; null for anything else.
+ * vLLM's own error response as the OpenAI error body with its status; null for anything else. Older vLLM writes it
+ * flat (`{"object": "error", "message", "type", "code": 400}`), newer vLLM nested (`{"error": {"message", "type",
+ * "param", "code": 400}}`, the OpenAI shape itself); worker-vllm answers with either, as its vLLM has it. A nested
+ * one counts only without an `object` (every success names its object) and with a `message`.
  */
 function vllmErrorOf(out: unknown): { status: number; body: string } | null {
   if (typeof out !== 'object' || out === null || Array.isArray(out)) return null;
-  if ((out as { object?: unknown }).object !== 'error') return null;
-  const e = out as { message?: unknown; type?: unknown; param?: unknown; code?: unknown };
+  let e: { message?: unknown; type?: unknown; param?: unknown; code?: unknown };
+  const nested = (out as { error?: unknown }).error;
+  if ((out as { object?: unknown }).object === 'error') {
+    e = out;
+  } else if (
+    !('object' in out) &&
+    typeof nested === 'object' &&
+    nested !== null &&
+    typeof (nested as { message?: unknown }).message === 'string'
+  ) {
+    e = nested;
+  } else {
+    return null;
+  }
   const status = typeof e.code === 'number' && e.code >= 400 && e.code <= 599 ? e.code : 400;
   return {
     status,
