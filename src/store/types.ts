@@ -222,7 +222,8 @@ export interface JobStore {
    * `maxAttempts`. `maxAttempts: null`: the server's own doing (its restart or shutdown stopped the worker), so the
    * hand-out is not counted (attempt - 1); the job fails only once requeued MAX_REQUEUES times (domain releasedJob). `onlyJobIds` restricts it to those jobs
    * (a ping showed they were lost); omitted = all. A job past its ttl is left alone: it is gone, not FAILED (no
-   * webhook delivery), and expireJobs deletes it with a stop order.
+   * webhook delivery), and expireJobs deletes it with a stop order. So is a job past its execution timeout: it is
+   * TIMED_OUT, not requeued or FAILED, and timeoutJobs marks it so (its delivery says TIMED_OUT) with a stop order.
    */
   releaseWorkerJobs(
     workerId: string,

@@ -262,6 +262,35 @@ describe('delivery on every final state', () => {
     expect(receiver.forJob(id)).toHaveLength(2);
   });
 
+  it('TIMED_OUT, not FAILED, when a lost worker is noticed after the execution timeout but before the sweep', async () => {
+    // Sweeps a minute apart: the ping, not the timeout sweep, is what finds the job first.
+    const lostClock = new TestClock();
+    const s = await startTestServer(
+      { sweepIntervalMs: 60_000, maxAttempts: 1, lostJobGraceMs: 1000, takeWaitMs: 500 },
+      { clock: lostClock },
+    );
+    try {
+      const ep = await createEndpoint(s);
+      const lost = await submit(s, ep, receiver.url('/ok'));
+      const overdue = await submit(s, ep, receiver.url('/ok'), { executionTimeout: 5000 });
+      const w = protocolWorker(s, ep, `w-hook-${++workerSeq}`);
+      expect((await w.takeBatch(2)).json.map((j: { id: string }) => j.id)).toEqual([lost, overdue]);
+      lostClock.advance(6000); // past the grace, and past the second job's execution timeout
+      expect((await w.ping([])).status).toBe(200);
+
+      await vi.waitFor(() => expect(receiver.forJob(lost)).toHaveLength(1), WAIT);
+      expect(JSON.parse(receiver.forJob(lost)[0]!.body)).toMatchObject({ id: lost, status: 'FAILED' });
+      // The overdue attempt timed out, whichever path noticed first: /status (which times it out) and its one delivery.
+      expect((await s.api('GET', `/v2/${ep}/status/${overdue}`)).json.status).toBe('TIMED_OUT');
+      await vi.waitFor(() => expect(receiver.forJob(overdue)).toHaveLength(1), WAIT);
+      const r = receiver.forJob(overdue)[0]!;
+      expect(JSON.parse(r.body)).toMatchObject({ id: overdue, status: 'TIMED_OUT' });
+      expect(r.body).toBe((await s.api('GET', `/v2/${ep}/status/${overdue}`)).text);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('a job without a webhook has no delivery; an unknown job is 404', async () => {
     const ep = await createEndpoint(t);
     const res = await t.api('POST', `/v2/${ep}/run`, { input: {} });

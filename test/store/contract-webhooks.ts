@@ -90,7 +90,7 @@ export function webhookStoreContract(name: string, open: () => Promise<Store>): 
       const sweep = await store.releaseWorkerJobs('w2', T0 + 100, 1, 'lost');
       expect(sweep.failed.map((j) => j.id)).toEqual([lost.id]);
       const lease = await submitTaken(HOOK, 'w3');
-      await store.expireWorkerLeases(T0 + 1_000_000, T0 + 1_000_000, 1);
+      await store.expireWorkerLeases(T0 + 30_000, T0 + 30_000, 1); // before its execution timeout
 
       const statuses = async (id: string) => (await store.listWebhookDeliveries(ep, id)).map((d) => d.job.status);
       expect(await statuses(queued.id)).toEqual(['CANCELLED']);
@@ -112,6 +112,37 @@ export function webhookStoreContract(name: string, open: () => Promise<Store>): 
         ['IN_PROGRESS', 'w2'],
       ]);
       for (const id of [released.id, leased.id]) expect(await store.listWebhookDeliveries(ep, id)).toEqual([]);
+    });
+
+    it('a lost worker leaves a job past its execution timeout to the timeout sweep: TIMED_OUT, not FAILED or requeued', async () => {
+      const overdue = T0 + 10 + 60_000; // taken at T0 + 10, newJob's executionTimeout
+      const released = await submitTaken(HOOK, 'w1'); // attempts left: would be requeued
+      expect(await store.releaseWorkerJobs('w1', overdue, 3, 'lost')).toMatchObject({ requeued: [], failed: [] });
+      const pinged = await submitTaken(HOOK, 'w2'); // a ping without the job, on its last attempt
+      expect(await store.releaseWorkerJobs('w2', overdue, 1, 'missing', [pinged.id])).toMatchObject({
+        requeued: [],
+        failed: [],
+      });
+      const leased = await submitTaken(HOOK, 'w3');
+      expect(await store.expireWorkerLeases(overdue, overdue, 1)).toMatchObject({ requeued: [], failed: [] });
+      const ids = [released.id, pinged.id, leased.id];
+      for (const id of ids) expect(await store.listWebhookDeliveries(ep, id)).toEqual([]);
+      const swept = await store.timeoutJobs(overdue, 10);
+      expect(swept.map((s) => [s.job.id, s.job.status, s.stopWorkerId]).sort()).toEqual(
+        [
+          [released.id, 'TIMED_OUT', 'w1'],
+          [pinged.id, 'TIMED_OUT', 'w2'],
+          [leased.id, 'TIMED_OUT', 'w3'],
+        ].sort(),
+      );
+      for (const id of ids) {
+        expect((await store.getJob(ep, id))?.status).toBe('TIMED_OUT');
+        expect((await store.listWebhookDeliveries(ep, id)).map((d) => d.job.status)).toEqual(['TIMED_OUT']);
+      }
+      // One moment before the deadline a lost worker's job is still requeued as before.
+      const early = await submitTaken(HOOK, 'w4');
+      const sweep = await store.releaseWorkerJobs('w4', overdue - 1, 3, 'lost');
+      expect(sweep.requeued.map((j) => j.id)).toEqual([early.id]);
     });
 
     it('claims due deliveries under a lease; records attempts fenced by number; prunes finished ones', async () => {

@@ -41,9 +41,12 @@ async function release(
   reason: string,
   onlyJobIds?: string[],
 ): Promise<LeaseSweep> {
-  // Not a job past its ttl: it is gone, FAILED or not (expireJobs deletes it, with its own stop order).
+  // Not a job past its ttl: it is gone, FAILED or not (expireJobs deletes it, with its own stop order). Nor one past
+  // its execution timeout: that attempt timed out whoever noticed first, so it is TIMED_OUT (timeoutJobs does it, with
+  // a stop order), not requeued or FAILED.
   const rows = await c.query<JobRow>(
     `SELECT * FROM jobs WHERE worker_id = $1 AND status = 'IN_PROGRESS' AND expires_at > $2
+       AND (deadline_at IS NULL OR deadline_at > $2)
      ORDER BY queued_at, seq FOR UPDATE`,
     [workerId, now],
   );

@@ -417,10 +417,13 @@ export class SqliteJobs {
     reason: string,
     onlyJobIds?: string[],
   ): LeaseSweep {
-    // Not a job past its ttl: it is gone, FAILED or not (expire deletes it, with its own stop order).
+    // Not a job past its ttl: it is gone, FAILED or not (expire deletes it, with its own stop order). Nor one past its
+    // execution timeout: that attempt timed out whoever noticed first, so it is TIMED_OUT (timeout does it, with a
+    // stop order), not requeued or FAILED.
     const rows = this.jobsQ(
-      `SELECT ${JOB_COLUMNS} FROM jobs WHERE worker_id = ? AND status = 'IN_PROGRESS' AND expires_at > ?`,
-    ).all(workerId, now) as unknown as JobRow[];
+      `SELECT ${JOB_COLUMNS} FROM jobs WHERE worker_id = ? AND status = 'IN_PROGRESS' AND expires_at > ?
+         AND (deadline_at IS NULL OR deadline_at > ?)`,
+    ).all(workerId, now, now) as unknown as JobRow[];
     const sweep: LeaseSweep = { workerIds: [], requeued: [], failed: [] };
     for (const r of rows) {
       const job = toJob(r);
