@@ -364,10 +364,13 @@ export class JobEngine {
 
   async cancel(endpointId: string, jobId: string): Promise<Job> {
     await this.getJob(endpointId, jobId); // a job past its ttl is gone, even before the sweep deletes it
+    // The store checks the ttl again in its own write: one that ran out since the look above is not CANCELLED either.
     const res = await this.store.cancelJob(endpointId, jobId, this.clock.now());
     switch (res.outcome) {
       case 'not_found':
         throw await this.missingJobError(endpointId, jobId);
+      case 'expired':
+        throw new WharfError('JOB_EXPIRED', { jobId });
       case 'final':
         // Cancelling a finished job changes nothing; report its state (the SDKs expect 200 with a status).
         return res.job;

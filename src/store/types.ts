@@ -62,6 +62,8 @@ export type CancelOutcome =
       /** the worker that must be told to stop, if it was running */ stopWorkerId: string | null;
     }
   | { outcome: 'final'; job: Job }
+  /** past its ttl at `now` (the row not deleted yet): nothing changed, no webhook delivery; the caller answers 404 */
+  | { outcome: 'expired' }
   | { outcome: 'not_found' };
 
 export type RetryOutcome =
@@ -157,6 +159,7 @@ export interface JobStore {
    * most 1 MB); advances the consumer's cursor past them in the same transaction.
    */
   readChunks(endpointId: string, jobId: string, consumer: string, maxChars: number): Promise<StreamRead>;
+  /** Cancel a queued or running job; one past its ttl at `now` is refused (`expired`), whatever its state. */
   cancelJob(endpointId: string, jobId: string, now: number): Promise<CancelOutcome>;
   retryJob(endpointId: string, jobId: string, now: number): Promise<RetryOutcome>;
   /** Remove the endpoint's queued jobs (running ones are untouched); returns how many. */

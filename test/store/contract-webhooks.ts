@@ -145,6 +145,29 @@ export function webhookStoreContract(name: string, open: () => Promise<Store>): 
       expect(sweep.requeued.map((j) => j.id)).toEqual([early.id]);
     });
 
+    it('a cancel of a job past its ttl is refused as expired: not CANCELLED, no delivery, left to the ttl sweep', async () => {
+      const ttlOver = T0 + 3_600_000; // newJob's ttl
+      const running = await submitTaken(HOOK, 'w1');
+      const queued = await store.submitJob(newJob(ep, { webhook: HOOK, createdAt: T0 }));
+      for (const id of [running.id, queued.id]) {
+        expect(await store.cancelJob(ep, id, ttlOver)).toEqual({ outcome: 'expired' });
+        expect(await store.listWebhookDeliveries(ep, id)).toEqual([]);
+      }
+      expect((await store.getJob(ep, running.id))?.status).toBe('IN_PROGRESS');
+      expect((await store.getJob(ep, queued.id))?.status).toBe('IN_QUEUE');
+      expect(await store.takeStops('w1', ttlOver)).toEqual([]);
+      // One moment before, the cancel is as before.
+      expect(await store.cancelJob(ep, queued.id, ttlOver - 1)).toMatchObject({ outcome: 'cancelled' });
+      const swept = await store.expireJobs(ttlOver, 10);
+      expect(swept.map((s) => [s.job.id, s.stopWorkerId]).sort()).toEqual(
+        [
+          [running.id, 'w1'],
+          [queued.id, null],
+        ].sort(),
+      );
+      expect(await store.listWebhookDeliveries(ep, running.id)).toEqual([]);
+    });
+
     it('claims due deliveries under a lease; records attempts fenced by number; prunes finished ones', async () => {
       const job = await submitTaken(HOOK);
       await store.finishJob(ep, job.id, 'w1', DONE, T0 + 100);

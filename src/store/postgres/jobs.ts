@@ -273,6 +273,8 @@ export function jobVerbs(db: Db): JobVerbs {
       return db.tx(async (c) => {
         const job = await lockJob(c, endpointId, jobId);
         if (!job) return { outcome: 'not_found' } as const;
+        // Past its ttl the job is gone, whatever the caller read a moment ago: expireJobs deletes it, reported to no one.
+        if (job.expiresAt <= now) return { outcome: 'expired' } as const;
         if (job.status !== 'IN_QUEUE' && job.status !== 'IN_PROGRESS') return { outcome: 'final', job } as const;
         const stopWorkerId = job.status === 'IN_PROGRESS' ? job.workerId : null;
         if (stopWorkerId) await addStop(c, stopWorkerId, jobId, now);

@@ -224,6 +224,8 @@ export class SqliteJobs {
     const r = this.row(endpointId, jobId);
     if (!r) return { outcome: 'not_found' };
     const job = toJob(r);
+    // Past its ttl the job is gone, whatever the caller read a moment ago: the ttl sweep deletes it, reported to no one.
+    if (job.expiresAt <= now) return { outcome: 'expired' };
     if (job.status !== 'IN_QUEUE' && job.status !== 'IN_PROGRESS') return { outcome: 'final', job };
     const stopWorkerId = job.status === 'IN_PROGRESS' ? job.workerId : null;
     if (stopWorkerId) this.addStop(stopWorkerId, jobId, now);
