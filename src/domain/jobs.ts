@@ -159,6 +159,19 @@ export function resultsExpired(job: Pick<Job, 'completedAt' | 'retentionMs' | 'e
   return job.completedAt !== null && resultsExpireAt(job, job.completedAt) <= now;
 }
 
+/**
+ * Why a job is gone at `now` though a sweep has not deleted it yet (past its ttl, or a finished one past its result
+ * retention), as the sweep's tombstone will say; null while it is still there. The ttl is checked first, as the sweep
+ * deletes by ttl first.
+ */
+export function goneReason(
+  job: Pick<Job, 'completedAt' | 'retentionMs' | 'expiresAt'>,
+  now: number,
+): TombstoneReason | null {
+  if (job.expiresAt <= now) return 'TTL_EXPIRED';
+  return resultsExpired(job, now) ? 'RESULTS_EXPIRED' : null;
+}
+
 /** When results of a finished job are deleted: never later than the job's ttl. */
 export function resultsExpireAt(job: Pick<Job, 'retentionMs' | 'expiresAt'>, completedAt: number): number {
   return Math.min(completedAt + job.retentionMs, job.expiresAt);

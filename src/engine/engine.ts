@@ -12,6 +12,7 @@ import {
   type JobStatus,
   type SubmitMode,
   type TerminalStatus,
+  type TombstoneReason,
 } from '../domain/index.ts';
 import { WharfError } from '../errors/index.ts';
 import type { HandTo, JobCounts, Store, StreamRead, SweptJob } from '../store/index.ts';
@@ -265,9 +266,7 @@ export class JobEngine {
 
   async missingJobError(endpointId: string, jobId: string): Promise<WharfError> {
     const tomb = await this.store.getTombstone(endpointId, jobId);
-    if (tomb === 'TTL_EXPIRED') return new WharfError('JOB_EXPIRED', { jobId });
-    if (tomb === 'RESULTS_EXPIRED') return new WharfError('JOB_RESULTS_EXPIRED', { jobId });
-    return new WharfError('JOB_NOT_FOUND', { jobId });
+    return tomb ? goneError(tomb, jobId) : new WharfError('JOB_NOT_FOUND', { jobId });
   }
 
   /**
@@ -364,13 +363,17 @@ export class JobEngine {
 
   async cancel(endpointId: string, jobId: string): Promise<Job> {
     await this.getJob(endpointId, jobId); // a job past its ttl is gone, even before the sweep deletes it
-    // The store checks the ttl again in its own write: one that ran out since the look above is not CANCELLED either.
+    // The store checks the limits again in its own write: a job gone, or timed out, since the look above is not
+    // CANCELLED either.
     const res = await this.store.cancelJob(endpointId, jobId, this.clock.now());
     switch (res.outcome) {
       case 'not_found':
         throw await this.missingJobError(endpointId, jobId);
-      case 'expired':
-        throw new WharfError('JOB_EXPIRED', { jobId });
+      case 'gone':
+        throw goneError(res.reason, jobId);
+      case 'overdue':
+        // Its deadline passed a moment ago: the look times it out, as it would have had it come a moment later.
+        return this.getJob(endpointId, jobId);
       case 'final':
         // Cancelling a finished job changes nothing; report its state (the SDKs expect 200 with a status).
         return res.job;
@@ -391,6 +394,8 @@ export class JobEngine {
     switch (res.outcome) {
       case 'not_found':
         throw await this.missingJobError(endpointId, jobId);
+      case 'gone':
+        throw goneError(res.reason, jobId);
       case 'not_retryable':
         throw new WharfError('JOB_NOT_RETRYABLE', { jobId, status: res.job.status });
       case 'queued':
@@ -458,6 +463,11 @@ const purgeTopic = (endpointId: string): string => `purge:${endpointId}`;
  * chunks left unread is answered in parts, never built into one string that could outgrow what V8 can hold.
  */
 export const STREAM_READ_MAX_CHARS = 8 * 1024 * 1024;
+
+/** The 404 of a job gone for `reason`, deleted or about to be. */
+function goneError(reason: TombstoneReason, jobId: string): WharfError {
+  return new WharfError(reason === 'TTL_EXPIRED' ? 'JOB_EXPIRED' : 'JOB_RESULTS_EXPIRED', { jobId });
+}
 
 function clamp(v: number, lo: number, hi: number): number {
   return Math.min(hi, Math.max(lo, v));

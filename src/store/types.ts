@@ -62,12 +62,21 @@ export type CancelOutcome =
       /** the worker that must be told to stop, if it was running */ stopWorkerId: string | null;
     }
   | { outcome: 'final'; job: Job }
-  /** past its ttl at `now` (the row not deleted yet): nothing changed, no webhook delivery; the caller answers 404 */
-  | { outcome: 'expired' }
+  /**
+   * running, past its execution timeout at `now` (not marked yet): nothing changed, no webhook delivery; it is
+   * TIMED_OUT (timeoutJobs), not CANCELLED
+   */
+  | { outcome: 'overdue' }
+  /** gone at `now` (domain goneReason), the row not deleted yet: nothing changed, no webhook delivery; a 404 */
+  | { outcome: 'gone'; reason: TombstoneReason }
   | { outcome: 'not_found' };
 
 export type RetryOutcome =
-  { outcome: 'queued'; job: Job } | { outcome: 'not_retryable'; job: Job } | { outcome: 'not_found' };
+  | { outcome: 'queued'; job: Job }
+  | { outcome: 'not_retryable'; job: Job }
+  /** gone at `now` (domain goneReason), the row not deleted yet: not queued again; a 404 */
+  | { outcome: 'gone'; reason: TombstoneReason }
+  | { outcome: 'not_found' };
 
 export interface JobCounts {
   inQueue: number;
@@ -159,8 +168,13 @@ export interface JobStore {
    * most 1 MB); advances the consumer's cursor past them in the same transaction.
    */
   readChunks(endpointId: string, jobId: string, consumer: string, maxChars: number): Promise<StreamRead>;
-  /** Cancel a queued or running job; one past its ttl at `now` is refused (`expired`), whatever its state. */
+  /**
+   * Cancel a queued or running job. Checked at `now` in the same write, whatever the caller read before: a job gone
+   * (past its ttl or result retention) is refused (`gone`), and so is a running one past its execution timeout
+   * (`overdue`): neither becomes CANCELLED nor gets a delivery.
+   */
   cancelJob(endpointId: string, jobId: string, now: number): Promise<CancelOutcome>;
+  /** Queue a FAILED or TIMED_OUT job again; one gone at `now` (past its ttl or result retention) is refused. */
   retryJob(endpointId: string, jobId: string, now: number): Promise<RetryOutcome>;
   /** Remove the endpoint's queued jobs (running ones are untouched); returns how many. */
   purgeQueue(endpointId: string, now: number): Promise<number>;

@@ -150,7 +150,7 @@ export function webhookStoreContract(name: string, open: () => Promise<Store>): 
       const running = await submitTaken(HOOK, 'w1');
       const queued = await store.submitJob(newJob(ep, { webhook: HOOK, createdAt: T0 }));
       for (const id of [running.id, queued.id]) {
-        expect(await store.cancelJob(ep, id, ttlOver)).toEqual({ outcome: 'expired' });
+        expect(await store.cancelJob(ep, id, ttlOver)).toEqual({ outcome: 'gone', reason: 'TTL_EXPIRED' });
         expect(await store.listWebhookDeliveries(ep, id)).toEqual([]);
       }
       expect((await store.getJob(ep, running.id))?.status).toBe('IN_PROGRESS');
@@ -166,6 +166,41 @@ export function webhookStoreContract(name: string, open: () => Promise<Store>): 
         ].sort(),
       );
       expect(await store.listWebhookDeliveries(ep, running.id)).toEqual([]);
+    });
+
+    it('a cancel past the execution deadline is refused as overdue: not CANCELLED, no delivery; the timeout follows', async () => {
+      const running = await submitTaken(HOOK, 'w1');
+      const deadline = T0 + 10 + 60_000; // taken at T0 + 10, newJob's executionTimeout
+      expect(await store.cancelJob(ep, running.id, deadline)).toEqual({ outcome: 'overdue' });
+      expect((await store.getJob(ep, running.id))?.status).toBe('IN_PROGRESS');
+      expect(await store.listWebhookDeliveries(ep, running.id)).toEqual([]);
+      expect((await store.timeoutJobs(deadline, 10)).map((s) => s.job.id)).toEqual([running.id]);
+      const statuses = (await store.listWebhookDeliveries(ep, running.id)).map((d) => d.job.status);
+      expect(statuses).toEqual(['TIMED_OUT']);
+      // One moment before, the cancel is as before.
+      const other = await submitTaken(HOOK, 'w2');
+      expect(await store.cancelJob(ep, other.id, deadline - 1)).toMatchObject({ outcome: 'cancelled' });
+    });
+
+    it('a cancel or retry of a finished job past its result retention or ttl is refused as gone, changing nothing', async () => {
+      const failed = { status: 'FAILED', outputJson: null, errorJson: '"boom"', stopPod: false } as const;
+      const early = await submitTaken(null, 'w1');
+      await store.finishJob(ep, early.id, 'w1', failed, T0 + 100);
+      const kept = T0 + 100 + 1_800_000; // newJob's retention
+      expect(await store.retryJob(ep, early.id, kept)).toEqual({ outcome: 'gone', reason: 'RESULTS_EXPIRED' });
+      expect(await store.cancelJob(ep, early.id, kept)).toEqual({ outcome: 'gone', reason: 'RESULTS_EXPIRED' });
+      expect((await store.getJob(ep, early.id))?.status).toBe('FAILED');
+      // Finished late in its ttl: the ttl ends its results.
+      const policy = { executionTimeoutMs: 3_600_000, lowPriority: false, ttlMs: 3_600_000 };
+      const late = await store.submitJob(newJob(ep, { policy, createdAt: T0 }));
+      await store.upsertWorker(worker('w2', ep));
+      await store.takeJobs(ep, 'w2', 1, T0 + 10);
+      await store.finishJob(ep, late.id, 'w2', failed, T0 + 3_000_000);
+      const ttlOver = T0 + 3_600_000; // newJob's ttl
+      expect(await store.retryJob(ep, late.id, ttlOver)).toEqual({ outcome: 'gone', reason: 'TTL_EXPIRED' });
+      expect((await store.getJob(ep, late.id))?.status).toBe('FAILED');
+      // One moment before, the retry is as before.
+      expect(await store.retryJob(ep, late.id, ttlOver - 1)).toMatchObject({ outcome: 'queued' });
     });
 
     it('claims due deliveries under a lease; records attempts fenced by number; prunes finished ones', async () => {

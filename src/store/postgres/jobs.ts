@@ -1,4 +1,5 @@
 import {
+  goneReason,
   pastDeadline,
   resultsExpireAt,
   RETAKE_AFTER_STOP_MS,
@@ -273,9 +274,12 @@ export function jobVerbs(db: Db): JobVerbs {
       return db.tx(async (c) => {
         const job = await lockJob(c, endpointId, jobId);
         if (!job) return { outcome: 'not_found' } as const;
-        // Past its ttl the job is gone, whatever the caller read a moment ago: expireJobs deletes it, reported to no one.
-        if (job.expiresAt <= now) return { outcome: 'expired' } as const;
+        // Checked at `now`, whatever the caller read a moment ago. A job gone is the sweep's to delete, reported to no
+        // one; a running one past its deadline is the timeout's (TIMED_OUT), not CANCELLED.
+        const gone = goneReason(job, now);
+        if (gone) return { outcome: 'gone', reason: gone } as const;
         if (job.status !== 'IN_QUEUE' && job.status !== 'IN_PROGRESS') return { outcome: 'final', job } as const;
+        if (pastDeadline(job, now)) return { outcome: 'overdue' } as const;
         const stopWorkerId = job.status === 'IN_PROGRESS' ? job.workerId : null;
         if (stopWorkerId) await addStop(c, stopWorkerId, jobId, now);
         await c.query(
@@ -293,6 +297,9 @@ export function jobVerbs(db: Db): JobVerbs {
       return db.tx(async (c) => {
         const job = await lockJob(c, endpointId, jobId);
         if (!job) return { outcome: 'not_found' } as const;
+        // Results past their retention (or the ttl) cannot be retried, even in the moment before the sweep deletes them.
+        const gone = goneReason(job, now);
+        if (gone) return { outcome: 'gone', reason: gone } as const;
         if (job.status !== 'FAILED' && job.status !== 'TIMED_OUT') return { outcome: 'not_retryable', job } as const;
         // A new start: the lost-worker bound counts hand-outs from here. (A stop order the last attempt's worker has
         // not fetched stays: it may still run that attempt. WorkerGateway.stops leaves it out if that worker takes it.)

@@ -1,5 +1,6 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import {
+  goneReason,
   pastDeadline,
   releasedJob,
   resultsExpireAt,
@@ -224,9 +225,12 @@ export class SqliteJobs {
     const r = this.row(endpointId, jobId);
     if (!r) return { outcome: 'not_found' };
     const job = toJob(r);
-    // Past its ttl the job is gone, whatever the caller read a moment ago: the ttl sweep deletes it, reported to no one.
-    if (job.expiresAt <= now) return { outcome: 'expired' };
+    // Checked at `now`, whatever the caller read a moment ago. A job gone is the sweep's to delete, reported to no one;
+    // a running one past its deadline is the timeout's (TIMED_OUT), not CANCELLED.
+    const gone = goneReason(job, now);
+    if (gone) return { outcome: 'gone', reason: gone };
     if (job.status !== 'IN_QUEUE' && job.status !== 'IN_PROGRESS') return { outcome: 'final', job };
+    if (pastDeadline(job, now)) return { outcome: 'overdue' };
     const stopWorkerId = job.status === 'IN_PROGRESS' ? job.workerId : null;
     if (stopWorkerId) this.addStop(stopWorkerId, jobId, now);
     const expire = resultsExpireAt(job, now);
@@ -240,6 +244,9 @@ export class SqliteJobs {
     const r = this.row(endpointId, jobId);
     if (!r) return { outcome: 'not_found' };
     const job = toJob(r);
+    // Results past their retention (or the ttl) cannot be retried, even in the moment before the sweep deletes them.
+    const gone = goneReason(job, now);
+    if (gone) return { outcome: 'gone', reason: gone };
     if (job.status !== 'FAILED' && job.status !== 'TIMED_OUT') return { outcome: 'not_retryable', job };
     // A new start: the lost-worker bound counts hand-outs from here. (A stop order the last attempt's worker has not
     // fetched stays: it may still run that attempt. WorkerGateway.stops leaves it out if that worker takes the job.)
