@@ -432,9 +432,20 @@ export class JobEngine {
 
   async setTtl(endpointId: string, jobId: string, ttlMs: number): Promise<Job> {
     await this.getJob(endpointId, jobId); // an expired job cannot be revived by a longer ttl
-    const job = await this.store.setJobTtl(endpointId, jobId, ttlMs);
-    if (!job) throw await this.missingJobError(endpointId, jobId);
-    return job;
+    // Nor one that expired since that look: the store checks again in its own write.
+    const res = await this.store.setJobTtl(endpointId, jobId, ttlMs, this.clock.now());
+    switch (res.outcome) {
+      case 'not_found':
+        throw await this.missingJobError(endpointId, jobId);
+      case 'gone':
+        throw goneError(res.reason, jobId);
+      case 'set':
+        return res.job;
+      default: {
+        const unreachable: never = res;
+        return unreachable;
+      }
+    }
   }
 
   async counts(endpointId: string): Promise<JobCounts> {

@@ -78,6 +78,12 @@ export type RetryOutcome =
   | { outcome: 'gone'; reason: TombstoneReason }
   | { outcome: 'not_found' };
 
+export type SetTtlOutcome =
+  | { outcome: 'set'; job: Job }
+  /** gone at `now` (domain goneReason), the row not deleted yet: the ttl unchanged; a 404 */
+  | { outcome: 'gone'; reason: TombstoneReason }
+  | { outcome: 'not_found' };
+
 export interface JobCounts {
   inQueue: number;
   inProgress: number;
@@ -178,8 +184,11 @@ export interface JobStore {
   retryJob(endpointId: string, jobId: string, now: number): Promise<RetryOutcome>;
   /** Remove the endpoint's queued jobs (running ones are untouched); returns how many. */
   purgeQueue(endpointId: string, now: number): Promise<number>;
-  /** Set the job's ttl (counted from submission). Returns the updated job or null when unknown. */
-  setJobTtl(endpointId: string, jobId: string, ttlMs: number): Promise<Job | null>;
+  /**
+   * Set the job's ttl (counted from submission). A job gone at `now` (past its ttl or result retention), whatever the
+   * caller read before, is refused: a longer ttl does not revive it.
+   */
+  setJobTtl(endpointId: string, jobId: string, ttlMs: number, now: number): Promise<SetTtlOutcome>;
   jobCounts(endpointId: string): Promise<JobCounts>;
   queueSnapshot(endpointId: string): Promise<QueueSnapshot>;
   /** Endpoint ids that have queued or running jobs (for the autoscaler). */

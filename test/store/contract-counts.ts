@@ -121,7 +121,7 @@ export function countsContract(get: () => Store): void {
 
       // Writes that change no status count nothing.
       expect((await store.recordProgress(A, a1.id, 'w1', '{"pct":5}', T0 + 11)).ok).toBe(true);
-      expect(await store.setJobTtl(A, a2.id, 7_200_000)).not.toBeNull();
+      expect(await store.setJobTtl(A, a2.id, 7_200_000, T0 + 11)).toMatchObject({ outcome: 'set' });
       await store.appendChunks(A, a1.id, 'w1', ['{"output":1}'], T0 + 11);
       await expectExact(store);
 

@@ -203,6 +203,31 @@ export function webhookStoreContract(name: string, open: () => Promise<Store>): 
       expect(await store.retryJob(ep, late.id, ttlOver - 1)).toMatchObject({ outcome: 'queued' });
     });
 
+    it('a ttl set on a job already gone does not revive it: refused as gone, the ttl unchanged', async () => {
+      const ttlOver = T0 + 3_600_000; // newJob's ttl
+      const done = await submitTaken(null, 'w1');
+      await store.finishJob(ep, done.id, 'w1', DONE, T0 + 100);
+      const queued = await store.submitJob(newJob(ep, { createdAt: T0 }));
+      expect(await store.setJobTtl(ep, queued.id, 7_200_000, ttlOver)).toEqual({
+        outcome: 'gone',
+        reason: 'TTL_EXPIRED',
+      });
+      expect((await store.getJob(ep, queued.id))?.expiresAt).toBe(ttlOver);
+      const kept = T0 + 100 + 1_800_000; // newJob's retention
+      expect(await store.setJobTtl(ep, done.id, 7_200_000, kept)).toEqual({
+        outcome: 'gone',
+        reason: 'RESULTS_EXPIRED',
+      });
+      expect((await store.getJob(ep, done.id))?.expiresAt).toBe(ttlOver);
+      // One moment before, the ttl is set as before.
+      expect(await store.setJobTtl(ep, queued.id, 7_200_000, ttlOver - 1)).toMatchObject({
+        outcome: 'set',
+        job: { id: queued.id, expiresAt: T0 + 7_200_000 },
+      });
+      expect((await store.getJob(ep, queued.id))?.expiresAt).toBe(T0 + 7_200_000);
+      expect(await store.setJobTtl(ep, 'nope', 7_200_000, T0)).toEqual({ outcome: 'not_found' });
+    });
+
     it('claims due deliveries under a lease; records attempts fenced by number; prunes finished ones', async () => {
       const job = await submitTaken(HOOK);
       await store.finishJob(ep, job.id, 'w1', DONE, T0 + 100);

@@ -107,4 +107,12 @@ describe('engine cancel and retry at a limit', () => {
     await expect(engine.retry(ep.id, job.id)).rejects.toMatchObject({ code: 'JOB_RESULTS_EXPIRED' });
     expect((await store.getJob(ep.id, job.id))?.status).toBe('FAILED');
   });
+
+  it('a ttl that runs out between the check and a new ttl: JOB_EXPIRED, the job not revived', async () => {
+    clock.at = T0;
+    const job = await engine.submit(ep, { input: {}, policy: { ttl: 10_000 } }, 'async');
+    clock.planned = [T0 + 9_999, T0 + 10_000];
+    await expect(engine.setTtl(ep.id, job.id, 60_000)).rejects.toMatchObject({ code: 'JOB_EXPIRED' });
+    expect((await store.getJob(ep.id, job.id))?.expiresAt).toBe(T0 + 10_000);
+  });
 });

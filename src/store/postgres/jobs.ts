@@ -325,10 +325,13 @@ export function jobVerbs(db: Db): JobVerbs {
       return r?.n ?? 0;
     },
 
-    setJobTtl(endpointId, jobId, ttlMs) {
+    setJobTtl(endpointId, jobId, ttlMs, now) {
       return db.tx(async (c) => {
         const job = await lockJob(c, endpointId, jobId);
-        if (!job) return null;
+        if (!job) return { outcome: 'not_found' } as const;
+        // A job gone at `now` is not revived by a longer ttl, whatever the caller read a moment ago.
+        const gone = goneReason(job, now);
+        if (gone) return { outcome: 'gone', reason: gone } as const;
         const expiresAt = job.createdAt + ttlMs;
         const policy = { ...job.policy, ttlMs };
         const resultsAt = job.completedAt === null ? null : Math.min(job.completedAt + job.retentionMs, expiresAt);
@@ -336,7 +339,7 @@ export function jobVerbs(db: Db): JobVerbs {
           'UPDATE jobs SET expires_at = $1, ttl_ms = $2, policy = $3, results_expire_at = $4 WHERE id = $5',
           [expiresAt, ttlMs, JSON.stringify(policy), resultsAt, jobId],
         );
-        return { ...job, expiresAt, policy };
+        return { outcome: 'set', job: { ...job, expiresAt, policy } } as const;
       });
     },
   };

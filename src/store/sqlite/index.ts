@@ -170,8 +170,8 @@ class SqliteStore implements Store {
   purgeQueue(endpointId: string, now: number) {
     return this.write(() => this.jobs.purge(endpointId, now));
   }
-  setJobTtl(endpointId: string, jobId: string, ttlMs: number) {
-    return this.write(() => this.jobs.setTtl(endpointId, jobId, ttlMs));
+  setJobTtl(endpointId: string, jobId: string, ttlMs: number, now: number) {
+    return this.write(() => this.jobs.setTtl(endpointId, jobId, ttlMs, now));
   }
   async jobCounts(endpointId: string) {
     return this.jobs.counts(endpointId);

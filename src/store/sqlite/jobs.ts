@@ -18,6 +18,7 @@ import type {
   NewJob,
   QueueSnapshot,
   RetryOutcome,
+  SetTtlOutcome,
   StreamRead,
   SweptJob,
 } from '../types.ts';
@@ -267,10 +268,13 @@ export class SqliteJobs {
     );
   }
 
-  setTtl(endpointId: string, jobId: string, ttlMs: number): Job | null {
+  setTtl(endpointId: string, jobId: string, ttlMs: number, now: number): SetTtlOutcome {
     const r = this.row(endpointId, jobId);
-    if (!r) return null;
+    if (!r) return { outcome: 'not_found' };
     const job = toJob(r);
+    // A job gone at `now` is not revived by a longer ttl, whatever the caller read a moment ago.
+    const gone = goneReason(job, now);
+    if (gone) return { outcome: 'gone', reason: gone };
     const expiresAt = job.createdAt + ttlMs;
     const policy = { ...job.policy, ttlMs };
     const resultsAt = job.completedAt === null ? null : Math.min(job.completedAt + job.retentionMs, expiresAt);
@@ -281,7 +285,7 @@ export class SqliteJobs {
       resultsAt,
       jobId,
     );
-    return { ...job, expiresAt, policy };
+    return { outcome: 'set', job: { ...job, expiresAt, policy } };
   }
 
   // The three reads below run every autoscaler tick and on every /health: they read the counters that the
