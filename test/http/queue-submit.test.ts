@@ -332,7 +332,7 @@ describe('/runsync', () => {
   });
 
   it.each([
-    ['999', 'below 1000'],
+    ['-1', 'negative'],
     ['300001', 'above 300000'],
     ['soon', 'not a number'],
     ['1500.5', 'not an integer'],
@@ -340,6 +340,16 @@ describe('/runsync', () => {
     const before = await queued(idle);
     expectInvalid(await t.api('POST', `/v2/${idle}/runsync?wait=${wait}`, { input: {} }), 'wait');
     expect(await queued(idle)).toBe(before);
+  });
+
+  it('wait under the 1000 ms minimum (the Go SDK sends 0) waits 1000 ms, not refused', async () => {
+    for (const wait of ['0', '999']) {
+      const started = Date.now();
+      const res = await t.api('POST', `/v2/${idle}/runsync?wait=${wait}`, { input: {} });
+      expect(res.status).toBe(200);
+      expect(res.json).toMatchObject({ status: 'IN_QUEUE' });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+    }
   });
 
   it('outliving wait (nobody takes the job) answers 200 {id, IN_QUEUE}; the job completes later', async () => {
