@@ -44,28 +44,36 @@ export const LIMITS = {
 
 /**
  * A requeue that is the server's own doing (its restart, its shutdown) uses up no attempt, but a job requeued this
- * often in all fails anyway: a job whose handling brings the server down (an output too large for it, say) must not
- * loop until its ttl.
+ * often in all (its `retries`, whatever their causes) fails at its next such release: a job whose handling brings the
+ * server down (an output too large for it, say) must not loop until its ttl.
  */
 export const MAX_REQUEUES = 10;
 
 /**
  * A running job taken from its worker `workerId` (lost, stopped): FAILED after `maxAttempts` hand-outs, else back in
- * the queue with `retries + 1`. For a release that is the server's own doing (`maxAttempts` null) the hand-out is not
- * counted (attempt - 1) and the job fails only after MAX_REQUEUES requeues. Both stores write what this returns.
+ * the queue with `retries + 1`. A FAILED job keeps its `retries`: the loss that failed it put it back in no queue, so
+ * it is no retry. For a release that is the server's own doing (`maxAttempts` null) the hand-out is not counted
+ * (attempt - 1) and the job fails only once already requeued MAX_REQUEUES times. Both stores write what this returns.
  */
 export function releasedJob(job: Job, workerId: string, reason: string, maxAttempts: number | null, now: number): Job {
-  const retries = job.retries + 1;
-  if (maxAttempts === null ? retries >= MAX_REQUEUES : job.attempt >= maxAttempts) {
+  if (maxAttempts === null ? job.retries >= MAX_REQUEUES : job.attempt >= maxAttempts) {
     const errorJson = JSON.stringify(
       maxAttempts === null
-        ? `worker ${workerId} was lost (${reason}) and the job was requeued ${MAX_REQUEUES} times`
+        ? `worker ${workerId} was lost (${reason}) and the job was requeued ${job.retries} times`
         : `worker ${workerId} was lost (${reason}) on attempt ${job.attempt} of ${maxAttempts}`,
     );
-    return { ...job, status: 'FAILED', errorJson, completedAt: now, retries };
+    return { ...job, status: 'FAILED', errorJson, completedAt: now };
   }
   const attempt = maxAttempts === null ? Math.max(0, job.attempt - 1) : job.attempt;
-  return { ...job, status: 'IN_QUEUE', queuedAt: now, startedAt: null, workerId: null, retries, attempt };
+  return {
+    ...job,
+    status: 'IN_QUEUE',
+    queuedAt: now,
+    startedAt: null,
+    workerId: null,
+    retries: job.retries + 1,
+    attempt,
+  };
 }
 
 /**
@@ -128,7 +136,13 @@ export interface Job {
   expiresAt: number;
   /** Number of hand-outs so far; the current attempt's number while IN_PROGRESS. */
   attempt: number;
-  /** Times the job went back to the queue after a lost worker (shown as `retries`, counted in health). */
+  /**
+   * Times the job was put back in the queue to run again after its running attempt was taken from its worker (lease
+   * ran out, a ping without it, the worker's process gone, the server's own restart or shutdown): shown as
+   * `retries`, and a job with any is counted in /health's `jobs.retried`. Not counted: the loss that FAILED the job
+   * (it ran no more), a client's /retry (the field keeps its count across one), a hand-out that never reached its
+   * worker (returned undelivered).
+   */
   retries: number;
   workerId: string | null;
   /** Final output, or the latest progress value while IN_PROGRESS. JSON text. */

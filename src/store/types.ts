@@ -91,7 +91,10 @@ export interface JobCounts {
   failed: number;
   cancelled: number;
   timedOut: number;
-  /** Jobs still held whose retries > 0 (went back to the queue after a lost worker or were retried). */
+  /**
+   * Jobs still held whose `retries` > 0: put back in the queue at least once to run again after losing their worker
+   * (domain Job.retries). A client's /retry is not counted, nor is the loss that FAILED a job.
+   */
   retried: number;
 }
 
@@ -245,8 +248,10 @@ export interface JobStore {
   workerJobIds(workerId: string): Promise<string[]>;
   /**
    * Put the worker's running jobs back into the queue (attempt fenced out, retries + 1), or FAILED after
-   * `maxAttempts`. `maxAttempts: null`: the server's own doing (its restart or shutdown stopped the worker), so the
-   * hand-out is not counted (attempt - 1); the job fails only once requeued MAX_REQUEUES times (domain releasedJob). `onlyJobIds` restricts it to those jobs
+   * `maxAttempts` with `retries` unchanged: `retries` counts the times a job was put back to run again, and the loss
+   * that fails it is not one (a job failed on its first loss has none). `maxAttempts: null`: the server's own doing
+   * (its restart or shutdown stopped the worker), so the hand-out is not counted (attempt - 1); a job already requeued
+   * MAX_REQUEUES times fails instead (domain releasedJob). `onlyJobIds` restricts it to those jobs
    * (a ping showed they were lost); omitted = all. A job past its ttl is left alone: it is gone, not FAILED (no
    * webhook delivery), and expireJobs deletes it with a stop order. So is a job past its execution timeout: it is
    * TIMED_OUT, not requeued or FAILED, and timeoutJobs marks it so (its delivery says TIMED_OUT) with a stop order.

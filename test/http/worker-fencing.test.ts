@@ -249,8 +249,10 @@ describe('a superseded attempt', () => {
     expect(typeof failed.error).toBe('string');
     expect(failed.error).toContain(second);
     expect(failed.error).toMatch(/lost/i);
+    // Run again once: one retry. The loss that failed it put it back in no queue, so it is not a retry.
+    expect(failed.retries).toBe(MAX_ATTEMPTS - 1);
     const health = await t.api('GET', `/v2/${ep}/health`);
-    expect(health.json.jobs).toMatchObject({ failed: 1, inQueue: 0, inProgress: 0 });
+    expect(health.json.jobs).toMatchObject({ failed: 1, inQueue: 0, inProgress: 0, retried: 1 });
     // A failed job is final: a late result from the last holder changes nothing.
     expect((await protocolWorker(t, ep, second).done(id, { output: 'too late' })).status).toBe(409);
     expect((await status(t, ep, id)).status).toBe('FAILED');

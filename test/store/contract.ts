@@ -526,6 +526,42 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(JSON.parse(failed?.errorJson ?? '""')).toContain('w2');
       });
 
+      it('counts as retries only the requeues: the loss that fails a job is not one, nor is a client retry', async () => {
+        await store.upsertWorker(worker('w1', ep, { lastSeenAt: T0 }));
+        // Failed on its first loss (one hand-out allowed): never run again, so no retry, whichever path lost it.
+        const once = await store.submitJob(newJob(ep, { createdAt: T0 }));
+        await store.takeJobs(ep, 'w1', 1, T0 + 1);
+        const swept = await store.expireWorkerLeases(T0 + 5_000, T0 + 6_000, 1);
+        expect(swept.failed).toEqual([expect.objectContaining({ id: once.id, status: 'FAILED', retries: 0 })]);
+        expect(await store.getJob(ep, once.id)).toMatchObject({ status: 'FAILED', retries: 0 });
+        const pinged = await store.submitJob(newJob(ep, { createdAt: T0 + 2 }));
+        await store.takeJobs(ep, 'w2', 1, T0 + 6_001);
+        const lost = await store.releaseWorkerJobs('w2', T0 + 6_002, 1, 'missing from pings', [pinged.id]);
+        expect(lost.failed).toEqual([expect.objectContaining({ id: pinged.id, retries: 0 })]);
+        expect(await store.jobCounts(ep)).toMatchObject({ failed: 2, retried: 0 });
+        expect((await store.listJobs(ep, { limit: 10 })).map((s) => s.retries)).toEqual([0, 0]);
+        // Requeued once, then failed on its last attempt: one retry.
+        const twice = await store.submitJob(newJob(ep, { createdAt: T0 + 3 }));
+        await store.takeJobs(ep, 'w3', 1, T0 + 6_003);
+        expect((await store.releaseWorkerJobs('w3', T0 + 6_004, 2, 'lost')).requeued).toEqual([
+          expect.objectContaining({ id: twice.id, retries: 1 }),
+        ]);
+        expect(await store.jobCounts(ep)).toMatchObject({ inQueue: 1, retried: 1 });
+        await store.takeJobs(ep, 'w4', 1, T0 + 6_005);
+        expect((await store.releaseWorkerJobs('w4', T0 + 6_006, 2, 'lost')).failed).toEqual([
+          expect.objectContaining({ id: twice.id, retries: 1 }),
+        ]);
+        expect(await store.getJob(ep, twice.id)).toMatchObject({ status: 'FAILED', retries: 1 });
+        expect(await store.jobCounts(ep)).toMatchObject({ failed: 3, retried: 1 });
+        // A client's /retry starts the job again but is not counted in `retries` (nor in `retried`): it keeps its count.
+        expect(await store.retryJob(ep, once.id, T0 + 6_007)).toMatchObject({ outcome: 'queued', job: { retries: 0 } });
+        expect(await store.retryJob(ep, twice.id, T0 + 6_008)).toMatchObject({
+          outcome: 'queued',
+          job: { retries: 1 },
+        });
+        expect(await store.jobCounts(ep)).toMatchObject({ inQueue: 2, failed: 1, retried: 1 });
+      });
+
       it('leaves a managed worker still starting to the supervisor: no lease runs out before its first request', async () => {
         await store.upsertWorker(worker('pulling', ep, { managed: true, state: 'initializing', lastSeenAt: T0 }));
         await store.upsertWorker(worker('outside', ep, { state: 'idle', lastSeenAt: T0 }));
@@ -543,15 +579,18 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
           expect(sweep.requeued).toEqual([expect.objectContaining({ id: j.id, attempt: 0, retries: n + 1 })]);
         }
         expect(await store.getJob(ep, j.id)).toMatchObject({ status: 'IN_QUEUE', attempt: 0, retries: 4 });
-        // But not forever (a job that brings the server down each time): failed at MAX_REQUEUES requeues.
-        for (let n = 4; n < MAX_REQUEUES - 1; n++) {
+        // But not forever (a job that brings the server down each time): once requeued MAX_REQUEUES times, the next
+        // release fails it. That final release is no requeue: `retries` stays MAX_REQUEUES, as the error says.
+        for (let n = 4; n < MAX_REQUEUES; n++) {
           await store.takeJobs(ep, `v${n}`, 1, T0 + 50 + n);
           expect((await store.releaseWorkerJobs(`v${n}`, T0 + 60 + n, null, 'server restarted')).failed).toEqual([]);
         }
+        expect(await store.getJob(ep, j.id)).toMatchObject({ status: 'IN_QUEUE', retries: MAX_REQUEUES });
         await store.takeJobs(ep, 'last', 1, T0 + 90);
         const last = await store.releaseWorkerJobs('last', T0 + 91, null, 'server restarted');
-        expect(last.failed.map((x) => x.id)).toEqual([j.id]);
+        expect(last.failed).toEqual([expect.objectContaining({ id: j.id, retries: MAX_REQUEUES })]);
         expect(JSON.parse(last.failed[0]!.errorJson!)).toContain(`requeued ${MAX_REQUEUES} times`);
+        expect(await store.getJob(ep, j.id)).toMatchObject({ status: 'FAILED', retries: MAX_REQUEUES });
         await store.retryJob(ep, j.id, T0 + 92);
         expect((await store.getJob(ep, j.id))?.status).toBe('IN_QUEUE');
         // A real loss still counts: with one hand-out allowed, the next lost worker fails it.

@@ -57,8 +57,8 @@ async function release(
     const next = releasedJob(job, workerId, reason, maxAttempts, now);
     if (next.status === 'FAILED') {
       await c.query(
-        `UPDATE jobs SET status = 'FAILED', error = $1, completed_at = $2, results_expire_at = $3, deadline_at = NULL,
-           retries = retries + 1 WHERE id = $4`,
+        `UPDATE jobs SET status = 'FAILED', error = $1, completed_at = $2, results_expire_at = $3, deadline_at = NULL
+         WHERE id = $4`,
         [next.errorJson, now, resultsExpireAt(job, now), job.id],
       );
       sweep.failed.push(next);

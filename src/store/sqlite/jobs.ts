@@ -444,8 +444,8 @@ export class SqliteJobs {
       const next = releasedJob(job, workerId, reason, maxAttempts, now);
       if (next.status === 'FAILED') {
         this.q(
-          `UPDATE jobs SET status = 'FAILED', error = ?, completed_at = ?, results_expire_at = ?, deadline_at = NULL,
-             retries = retries + 1 WHERE id = ?`,
+          `UPDATE jobs SET status = 'FAILED', error = ?, completed_at = ?, results_expire_at = ?, deadline_at = NULL
+           WHERE id = ?`,
         ).run(next.errorJson, now, resultsExpireAt(job, now), job.id);
         sweep.failed.push(next);
       } else {
