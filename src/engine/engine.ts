@@ -1,9 +1,9 @@
 import {
+  goneReason,
   isTerminal,
   newJobId,
   pastDeadline,
   POLICY,
-  resultsExpired,
   RETAKE_AFTER_STOP_MS,
   RETENTION,
   type Endpoint,
@@ -257,10 +257,10 @@ export class JobEngine {
       if (!job) throw await this.missingJobError(endpointId, jobId);
       if (swept.length < OVERDUE_BATCH) break;
     }
-    // Past its ttl the job is gone, even in the moment before a sweep deletes it.
-    if (job.expiresAt <= now) throw new WharfError('JOB_EXPIRED', { jobId });
-    // Past its result retention likewise: not shown, not retried, in the moment before a sweep deletes it.
-    if (resultsExpired(job, now)) throw new WharfError('JOB_RESULTS_EXPIRED', { jobId });
+    // Past its ttl, or its result retention, the job is gone (not shown, not retried), even in the moment before a
+    // sweep deletes it: the store's cancel, retry and ttl writes check the same (domain goneReason).
+    const gone = goneReason(job, now);
+    if (gone) throw goneError(gone, jobId);
     return job;
   }
 
