@@ -371,7 +371,7 @@ export class WorkerGateway implements TakeHandOff {
   async stops(worker: WorkerRecord, signal?: AbortSignal): Promise<string[]> {
     await this.touch(worker);
     const deadline = this.clock.now() + this.opts.stopWaitMs;
-    // The wait is over (woken by nothing, or its client gone): one last look, then the answer.
+    // The wait ran out (woken by nothing): one last look, then the answer. Its client gone, no look at all (above).
     for (let last = false; ;) {
       if (signal?.aborted) return [];
       const waiter = this.bus.arm(topics.stop(worker.id), deadline - this.clock.now(), signal);

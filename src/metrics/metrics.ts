@@ -3,7 +3,10 @@ import { JOB_STATUSES, jobTimes, type Job, type WorkerState } from '../domain/in
 import { workerCounts, type JobEngine, type JobEvent } from '../engine/index.ts';
 import { COUNT_OF_STATE, type Store } from '../store/index.ts';
 
-/** What the scrape reads: the store for counts, the supervisor (when one runs here) for throttled workers. */
+/**
+ * What the scrape reads: the store for counts, the fleet status (the supervisor's, or the leader's shared one) for
+ * throttled workers and those a crash loop holds back.
+ */
 export interface MetricsSources {
   store: Store;
   engine: JobEngine;

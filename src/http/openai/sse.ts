@@ -114,7 +114,7 @@ export function hasDone(sse: string): boolean {
 
 /**
  * A completed job's output as an HTTP answer: a one-element list is unwrapped (vLLM workers answer `[obj]` through
- * the SDK's aggregated stream); vLLM's own error object (`{"object": "error", "code": 400, …}`) keeps its status.
+ * the SDK's aggregated stream); vLLM's own error object (flat or nested: vllmErrorOf) keeps its status.
  */
 export function answerOf(outputJson: string): { status: number; body: string } | null {
   let out: unknown = JSON.parse(outputJson);
