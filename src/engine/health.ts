@@ -72,8 +72,17 @@ export async function endpointHealth(
     store.listWorkers(endpointId),
     store.runningByWorker(endpointId),
   ]);
-  const w = { ...workerCounts(workers, load, fleet), ready: 0 };
-  w.ready = w.idle;
+  const c = workerCounts(workers, load, fleet);
+  // In the order /health has always written them (ready, an alias of idle, after initializing).
+  const w = {
+    idle: c.idle,
+    running: c.running,
+    initializing: c.initializing,
+    ready: c.idle,
+    throttled: c.throttled,
+    unhealthy: c.unhealthy,
+    standby: c.standby,
+  };
   const stale = counts.inQueue === 0 && WHILE_QUEUED.has(fleet?.reason ?? '');
   return {
     ...(fleet?.reason && !stale ? { scaling: { reason: fleet.reason, message: fleet.message } } : {}),
