@@ -210,7 +210,7 @@ export function allowsAnyCudaVersion(versions: readonly string[]): boolean {
 export const DEFAULT_CPU_FLAVOR = 'cpu3c';
 
 /** GB of memory per vCPU of a CPU flavor's family: `c` compute-optimised, `g` general purpose. */
-const CPU_GB_PER_VCPU: Record<string, number> = { c: 2, g: 4 };
+export const CPU_GB_PER_VCPU: Readonly<Record<string, number>> = { c: 2, g: 4 };
 
 /**
  * The instance ids (`cpu3g-4-16`: flavor, vCPUs, GB) of a CPU endpoint, which GraphQL reads and writes: those it has

@@ -93,6 +93,19 @@ describe("dataCenters.gpuAvailability and lowestPrice report this node's GPUs", 
     );
     expect(fleet.pids()).toEqual([]);
   });
+
+  it("cpuFlavors' specifics (flash's SecureCpuTypes): High in this node's data center, none elsewhere", async () => {
+    const query = `query SecureCpuTypes($cpuFlavorInput: CpuFlavorInput, $specificsInput: SpecificsInput) {
+      cpuFlavors(input: $cpuFlavorInput) { specifics(input: $specificsInput) { stockStatus } } }`;
+    const stock = async (dataCenterId: string) => {
+      const variables = { cpuFlavorInput: { id: 'cpu5g' }, specificsInput: { dataCenterId, instanceId: 'cpu5g-4-16' } };
+      const res = await gql(fleet.url, fleet.key, query, variables);
+      expect(res.status, res.text).toBe(200);
+      return res.json.data.cpuFlavors;
+    };
+    expect(await stock('EU-RO-1')).toEqual([{ specifics: { stockStatus: 'High' } }]);
+    expect(await stock('US-TX-3')).toEqual([{ specifics: { stockStatus: null } }]);
+  });
 });
 
 describe('a server that runs no workers', () => {

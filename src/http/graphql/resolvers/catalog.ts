@@ -1,10 +1,10 @@
 /**
- * Catalogue queries: GPU types (with this server's price table), serverless GPU pools and data centers. Ids are the
+ * Catalogue queries: GPU types (with this server's price table), serverless GPU pools, CPU flavors and data centers. Ids are the
  * exact strings of spec/rest-graphql-facts.md §1.2 and §2.3. Availability (`dataCenters.gpuAvailability`,
  * `lowestPrice.stockStatus` and its counts) is this node's GPUs, in this node's data center: runpodctl's `gpu list`
  * shows only the types that have some.
  */
-import { DATA_CENTER_IDS, GPU_TYPE_IDS } from '../../../domain/index.ts';
+import { CPU_FLAVOR_IDS, CPU_GB_PER_VCPU, DATA_CENTER_IDS, GPU_TYPE_IDS } from '../../../domain/index.ts';
 import { GPU_POOLS } from '../../../fleet/index.ts';
 import type { GpuStock } from '../../../fleet/index.ts';
 import type { NodeGpuStock } from '../../context.ts';
@@ -118,6 +118,34 @@ export function dataCenterView(id: string, node: NodeGpuStock | null | undefined
   return { id, name: id, location: COUNTRIES[country] ?? country, gpuAvailability };
 }
 
+const CPU_GROUP_NAMES: Readonly<Record<string, string>> = { c: 'Compute-Optimized', g: 'General Purpose' };
+
+/**
+ * A CPU flavor as flash reads it (`cpuFlavors { specifics(input: {dataCenterId, instanceId}) { stockStatus } }`). CPU
+ * workers need no GPU: a node that runs workers can start one of any flavor, so its stock is High there.
+ */
+function cpuFlavorView(id: string, ctx: GqlContext) {
+  const family = id.slice(-1);
+  const groupName = CPU_GROUP_NAMES[family] ?? family;
+  return {
+    id,
+    groupId: id.slice(0, -1),
+    groupName,
+    displayName: `${groupName} (${id.slice(0, -1)})`,
+    // What endpoint-input.ts and the REST schema accept for vcpuCount.
+    minVcpu: 1,
+    maxVcpu: 512,
+    ramMultiplier: CPU_GB_PER_VCPU[family] ?? null,
+    specifics: (args: { input?: { dataCenterId?: string | null } | null }) => {
+      const node = ctx.deps.gpuStock?.();
+      const dc = args.input?.dataCenterId;
+      const here = node != null && (dc == null || dc === node.dataCenterId);
+      const price = ctx.deps.billing.prices.cpu[id] ?? 0;
+      return { stockStatus: here ? 'High' : null, securePrice: price, slsPrice: price };
+    },
+  };
+}
+
 type GpuFilter = { id?: string | null; ids?: ReadonlyArray<string | null> | null };
 
 export const catalogResolvers: ResolverMap = {
@@ -130,6 +158,10 @@ export const catalogResolvers: ResolverMap = {
     },
     serverlessGpuPools: () =>
       Object.entries(GPU_POOLS).map(([id, pool]) => ({ id, gpuTypeIds: [...pool.types], memoryInGb: pool.memoryGb })),
+    cpuFlavors: (_: unknown, args: { input?: { id?: string | null } | null }, ctx: GqlContext) => {
+      const id = args.input?.id;
+      return CPU_FLAVOR_IDS.filter((f) => id == null || f === id).map((f) => cpuFlavorView(f, ctx));
+    },
     dataCenters: (_: unknown, _args: unknown, ctx: GqlContext) => {
       const node = ctx.deps.gpuStock?.();
       return DATA_CENTER_IDS.map((id) => dataCenterView(id, node));
