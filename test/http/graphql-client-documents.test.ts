@@ -509,6 +509,21 @@ describe('runpodctl (internal/api/*.go): {query, variables} with variables {} or
 });
 
 describe('dstack (backends/runpod/api_client.py): ?api_key=, {query, variable: {}} or {query}', () => {
+  it('validate_api_key (get_user_details)', async () => {
+    const USER = `
+query myself {
+    myself {
+        id
+        authId
+        email
+    }
+}
+`;
+    // dstack returns the whole answer; what matters is a 200 without errors (a 400 would fail its credentials check).
+    const me = data(await apiKeyParam({ query: USER, variable: {} })).myself;
+    expect(me).toEqual({ id: t.server.adminUserId, authId: null, email: null });
+  });
+
   it('registry auths and network volumes', async () => {
     const add = `
                 mutation {

@@ -18,6 +18,7 @@ export const accountResolvers: ResolverMap = {
 
   /** The source is always the caller's own user record. */
   User: {
+    authId: () => null,
     email: () => null,
     pubKey: (u: User) => u.pubKey ?? '',
     endpoints: (_: User, _a: unknown, ctx: GqlContext) => ctx.deps.resources.listEndpoints(ctx.user.id),
