@@ -4,6 +4,7 @@
 // EU-RO-1) and how many of them workers hold: a real worker process started on the A4000 takes it, and gives it back
 // when it stops.
 
+import { availableParallelism, totalmem } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { closeFleet, startFleet, waitUntil, type Fleet } from '../helpers/fleet.ts';
@@ -92,6 +93,28 @@ describe("dataCenters.gpuAvailability and lowestPrice report this node's GPUs", 
       () => 'the A4000 to be free again',
     );
     expect(fleet.pids()).toEqual([]);
+  });
+
+  it("runpodctl get cloud (api/cloud.go) lists the node's types with this machine's memory and vCPUs", async () => {
+    const query = `query LowestPrice($input: GpuLowestPriceInput!) {
+      gpuTypes { lowestPrice(input: $input) { gpuTypeId minMemory minVcpu } memoryInGb } }`;
+    const listed = async (input: Record<string, unknown>) => {
+      const res = await gql(fleet.url, fleet.key, query, { input });
+      expect(res.status, res.text).toBe(200);
+      return (res.json.data.gpuTypes as Array<{ lowestPrice: any }>)
+        .map((g) => g.lowestPrice)
+        .filter((lp) => lp.minMemory !== null);
+    };
+    const memoryGb = Math.floor(totalmem() / 2 ** 30);
+    const vcpus = availableParallelism();
+    expect(await listed({ gpuCount: 1, secureCloud: null })).toEqual([
+      { gpuTypeId: 'NVIDIA A40', minMemory: memoryGb, minVcpu: vcpus },
+      { gpuTypeId: 'NVIDIA RTX A4000', minMemory: memoryGb, minVcpu: vcpus },
+    ]);
+    expect((await listed({ gpuCount: 2 })).map((lp) => lp.gpuTypeId)).toEqual(['NVIDIA A40']);
+    expect(await listed({ gpuCount: 3 })).toEqual([]);
+    expect(await listed({ gpuCount: 1, minMemoryInGb: memoryGb + 1 })).toEqual([]);
+    expect(await listed({ gpuCount: 1, minVcpuCount: vcpus + 1, totalDisk: 50 })).toEqual([]);
   });
 
   it("cpuFlavors' specifics (flash's SecureCpuTypes): High in this node's data center, none elsewhere", async () => {

@@ -4,6 +4,7 @@
  * `lowestPrice.stockStatus` and its counts) is this node's GPUs, in this node's data center: runpodctl's `gpu list`
  * shows only the types that have some.
  */
+import { availableParallelism, totalmem } from 'node:os';
 import { CPU_FLAVOR_IDS, CPU_GB_PER_VCPU, DATA_CENTER_IDS, GPU_TYPE_IDS } from '../../../domain/index.ts';
 import { GPU_POOLS } from '../../../fleet/index.ts';
 import type { GpuStock } from '../../../fleet/index.ts';
@@ -64,7 +65,20 @@ function stockOf(node: NodeGpuStock | null | undefined, gpuTypeId: string, dataC
   return node.types.find((t) => t.gpuTypeId === gpuTypeId);
 }
 
-type LowestPriceInput = { gpuCount?: number | null; dataCenterId?: string | null } | null;
+type LowestPriceInput = {
+  gpuCount?: number | null;
+  dataCenterId?: string | null;
+  minMemoryInGb?: number | null;
+  minVcpuCount?: number | null;
+} | null;
+
+/**
+ * The memory (GB) and vCPUs a worker of this node can have: the whole machine, as no executor confines a worker to a
+ * share of it. `runpodctl get cloud` lists a GPU type only when its lowestPrice has them (minMemory, minVcpu).
+ */
+function machineOf(): { memoryGb: number; vcpus: number } {
+  return { memoryGb: Math.floor(totalmem() / 2 ** 30), vcpus: availableParallelism() };
+}
 
 function gpuTypeView(id: string, ctx: GqlContext) {
   const price = ctx.deps.billing.prices.gpu[id] ?? 0;
@@ -91,6 +105,12 @@ function gpuTypeView(id: string, ctx: GqlContext) {
     lowestPrice: (args: { input?: LowestPriceInput }) => {
       const count = args.input?.gpuCount ?? 1;
       const here = stockOf(ctx.deps.gpuStock?.(), id, args.input?.dataCenterId);
+      const machine = machineOf();
+      const fits =
+        here !== undefined &&
+        here.total >= count &&
+        machine.memoryGb >= (args.input?.minMemoryInGb ?? 0) &&
+        machine.vcpus >= (args.input?.minVcpuCount ?? 0);
       return {
         gpuName: displayName,
         gpuTypeId: id,
@@ -100,6 +120,8 @@ function gpuTypeView(id: string, ctx: GqlContext) {
         totalCount: here?.total ?? 0,
         rentedCount: here ? here.total - here.free : 0,
         maxUnreservedGpuCount: here?.free ?? 0,
+        minMemory: fits ? machine.memoryGb : null,
+        minVcpu: fits ? machine.vcpus : null,
       };
     },
   };
