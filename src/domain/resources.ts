@@ -113,6 +113,13 @@ export interface Endpoint {
   workersMin: number;
   workersMax: number;
   env: Record<string, string>;
+  /**
+   * GraphQL's comma strings as saveEndpoint last received them (absent on endpoints never saved over GraphQL). They
+   * read back as written while they still name the same list: a declarative client (flash, Pulumi) compares what it
+   * reads with what it sent, and `EU-RO-1` read back as `RO`, or `""` as null, was drift it saved again every run.
+   */
+  gqlLocations?: string | null;
+  gqlAllowedCudaVersions?: string | null;
   /** Bumped when the template or env change: workers of an older version are rolled. */
   version: number;
   createdAt: number;

@@ -119,7 +119,8 @@ describe('saveEndpoint fields and modify semantics', () => {
       gpuCount: 2,
       instanceIds: [],
       computeType: 'GPU',
-      locations: 'US,RO',
+      // As sent (whole countries and ids alike): a client comparing what it reads with what it sent sees no drift.
+      locations: 'US,EU-RO-1',
       idleTimeout: 30,
       scalerType: 'REQUEST_COUNT',
       workersStandby: 1,

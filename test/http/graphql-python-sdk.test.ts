@@ -102,7 +102,8 @@ describe('runpod-python GraphQL documents', () => {
       templateId,
       gpuIds: 'AMPERE_16',
       networkVolumeId: null,
-      locations: null,
+      // The SDK sends locations: "" (anywhere), which reads back as sent.
+      locations: '',
       idleTimeout: 5,
       scalerType: 'QUEUE_DELAY',
       scalerValue: 4,
@@ -133,7 +134,8 @@ describe('runpod-python GraphQL documents', () => {
       idleTimeout: 5,
       name: 'sdk-ep',
       networkVolumeId: null,
-      locations: null,
+      // The SDK sends locations: "" (anywhere), which reads back as sent.
+      locations: '',
       scalerType: 'QUEUE_DELAY',
       scalerValue: 4,
       templateId,

@@ -68,7 +68,7 @@ describe("runpodctl's documents (facts §4)", () => {
     expect(ep).toMatchObject({
       gpuIds: 'ADA_24',
       computeType: 'GPU',
-      locations: 'RO',
+      locations: 'EU-RO-1',
       flashBootType: 'FLASHBOOT',
       modelReferences: [],
     });

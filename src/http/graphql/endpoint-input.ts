@@ -121,9 +121,13 @@ export function endpointFields(
   if (given('gpuCount')) out.gpuCount = intIn('gpuCount', input.gpuCount ?? ENDPOINT_DEFAULTS.gpuCount, 1, 64);
   if (given('instanceIds')) Object.assign(out, cpuFields(input.instanceIds));
   if (given('type')) out.type = oneOf('type', input.type ?? 'QB', ['QB', 'LB'] as const);
-  if (given('locations')) out.dataCenterIds = locationsToDataCenters('locations', input.locations);
+  if (given('locations')) {
+    out.dataCenterIds = locationsToDataCenters('locations', input.locations);
+    out.gqlLocations = input.locations ?? null;
+  }
   if (given('allowedCudaVersions')) {
     out.allowedCudaVersions = cudaVersions('allowedCudaVersions', input.allowedCudaVersions);
+    out.gqlAllowedCudaVersions = input.allowedCudaVersions ?? null;
   }
   if (given('minCudaVersion')) {
     const v = (input.minCudaVersion ?? '').trim();

@@ -1,7 +1,7 @@
 import { newEndpointId, type Endpoint } from '../../../domain/index.ts';
 import { WharfError } from '../../../errors/index.ts';
 import { invalid, required, type GqlContext, type ResolverMap } from '../context.ts';
-import { dataCentersToLocations, envToList } from '../convert.ts';
+import { cudaVersions, dataCentersToLocations, envToList, locationsToDataCenters } from '../convert.ts';
 import { endpointFields, type GqlEndpointInput } from '../endpoint-input.ts';
 import { podTemplateView } from '../template-input.ts';
 import { podsOfEndpoint } from './pods.ts';
@@ -13,6 +13,33 @@ async function volumeOf(ctx: GqlContext, id: string) {
   } catch {
     return null; // deleted since, or never the caller's: shown as no volume
   }
+}
+
+const sameList = (a: readonly string[], b: readonly string[]) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * `locations` as saveEndpoint last received it, while it still names the endpoint's data centers (a REST change of
+ * dataCenterIds since makes it derived again); else derived: whole countries as their code, null when unrestricted.
+ */
+function locationsOf(e: Endpoint): string | null {
+  const text = e.gqlLocations;
+  if (text !== undefined && text !== null && sameList(locationsToDataCenters('locations', text), e.dataCenterIds)) {
+    return text;
+  }
+  return dataCentersToLocations(e.dataCenterIds);
+}
+
+/** `allowedCudaVersions` likewise: as last received while it names the same versions, else joined (null = any). */
+function allowedCudaVersionsOf(e: Endpoint): string | null {
+  const text = e.gqlAllowedCudaVersions;
+  if (
+    text !== undefined &&
+    text !== null &&
+    sameList(cudaVersions('allowedCudaVersions', text), e.allowedCudaVersions)
+  ) {
+    return text;
+  }
+  return e.allowedCudaVersions.length > 0 ? e.allowedCudaVersions.join(',') : null;
 }
 
 async function saveEndpoint(input: GqlEndpointInput, ctx: GqlContext): Promise<Endpoint> {
@@ -69,8 +96,8 @@ export const endpointResolvers: ResolverMap = {
 
   /** Sources are domain endpoints; fields whose name and shape match need no resolver. */
   Endpoint: {
-    locations: (e: Endpoint) => dataCentersToLocations(e.dataCenterIds),
-    allowedCudaVersions: (e: Endpoint) => (e.allowedCudaVersions.length > 0 ? e.allowedCudaVersions.join(',') : null),
+    locations: locationsOf,
+    allowedCudaVersions: allowedCudaVersionsOf,
     flashBootType: (e: Endpoint) => (e.flashboot ? 'FLASHBOOT' : 'OFF'),
     // The supervisor keeps one FlashBoot standby worker while an endpoint is scaled to zero.
     workersStandby: (e: Endpoint) => (e.flashboot ? 1 : 0),

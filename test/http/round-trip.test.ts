@@ -1,0 +1,271 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gql } from '../helpers/graphql.ts';
+import { startTestServer, type ApiResponse, type TestServer } from '../helpers/server.ts';
+
+/**
+ * Round-trip fidelity for declarative clients (flash, the Pulumi/Terraform providers, runpodctl): they save an
+ * endpoint or a template, read it back and compare with their desired config; a field that reads back otherwise than
+ * it was sent looks like drift and is saved (and, for a worker-shaping field, rolled) again on every run. Each case
+ * sends a full input as those clients build it, then checks the mutation's answer AND a later read (myself
+ * { endpoints / podTemplates }, GET /v1/...) give every sent field back unchanged. Where Wharf stores a value in
+ * another form (an empty id as none), the case says so and why.
+ */
+
+let t: TestServer;
+let templateId: string;
+let otherTemplateId: string;
+let vol1: string;
+let vol2: string;
+let authId: string;
+
+const run = (query: string, variables?: Record<string, unknown>) => gql(t.url, t.key, query, variables);
+function ok(res: ApiResponse, root: string): any {
+  expect(res.status, res.text).toBe(200);
+  expect(res.json.errors, res.text).toBeUndefined();
+  return res.json.data[root];
+}
+
+const ENDPOINT_FIELDS = `id name templateId type computeType gpuIds gpuCount instanceIds locations idleTimeout
+  scalerType scalerValue workersMin workersMax networkVolumeId networkVolumeIds { networkVolumeId dataCenterId }
+  allowedCudaVersions minCudaVersion executionTimeoutMs flashBootType env { key value } version`;
+const SAVE_ENDPOINT = `mutation saveEndpoint($input: EndpointInput!) { saveEndpoint(input: $input) { ${ENDPOINT_FIELDS} } }`;
+const MY_ENDPOINTS = `query { myself { endpoints { ${ENDPOINT_FIELDS} } } }`;
+
+/** The sent GraphQL endpoint input as it reads back: networkVolumeIds gain their volume's dataCenterId. */
+function endpointAsRead(input: Record<string, unknown>, dataCenters: Record<string, string>) {
+  const out: Record<string, unknown> = { ...input };
+  if (Array.isArray(input['networkVolumeIds'])) {
+    out['networkVolumeIds'] = (input['networkVolumeIds'] as { networkVolumeId: string }[]).map((v) => ({
+      networkVolumeId: v.networkVolumeId,
+      dataCenterId: dataCenters[v.networkVolumeId],
+    }));
+  }
+  return out;
+}
+
+async function readEndpoint(id: string) {
+  const list = ok(await run(MY_ENDPOINTS), 'myself').endpoints as { id: string }[];
+  return list.find((e) => e.id === id);
+}
+
+beforeAll(async () => {
+  t = await startTestServer();
+  const tpl = (name: string) => t.api('POST', '/v1/templates', { name, imageName: 'img:1', isServerless: true });
+  templateId = (await tpl('rt-tpl-a')).json.id;
+  otherTemplateId = (await tpl('rt-tpl-b')).json.id;
+  const user = t.server.adminUserId;
+  vol1 = (await t.server.volumes.create(user, { name: 'v1', size: 5, dataCenterId: 'EU-RO-1' })).id;
+  vol2 = (await t.server.volumes.create(user, { name: 'v2', size: 5, dataCenterId: 'US-TX-3' })).id;
+  const auth = await t.api('POST', '/v1/containerregistryauth', { name: 'rt-reg', username: 'u', password: 'p' });
+  expect(auth.status, auth.text).toBe(200);
+  authId = auth.json.id;
+});
+afterAll(async () => {
+  await t.close();
+});
+
+describe('GraphQL saveEndpoint: every sent field reads back unchanged', () => {
+  const dcs = () => ({ [vol1]: 'EU-RO-1', [vol2]: 'US-TX-3' });
+  // flash's ServerlessResource.model_dump(exclude_none) with a data center list, CUDA versions and two volumes
+  // (serverless.py: locations = ",".join(datacenter), allowedCudaVersions = ",".join(cudaVersions), networkVolumeIds
+  // as [{networkVolumeId}] when there is more than one), plus env as Pulumi and runpodctl send it.
+  const flashInput = () => ({
+    name: 'rt-flash',
+    templateId,
+    type: 'QB',
+    gpuIds: 'ADA_24,AMPERE_80,-NVIDIA A100 80GB PCIe',
+    gpuCount: 2,
+    locations: 'EU-RO-1,US-TX-3',
+    idleTimeout: 60,
+    scalerType: 'REQUEST_COUNT',
+    scalerValue: 3,
+    workersMin: 1,
+    workersMax: 4,
+    networkVolumeIds: [{ networkVolumeId: vol1 }, { networkVolumeId: vol2 }],
+    allowedCudaVersions: '12.8,12.4',
+    minCudaVersion: '12.4',
+    executionTimeoutMs: 0,
+    flashBootType: 'FLASHBOOT',
+    env: [
+      { key: 'ZED', value: '1' },
+      { key: 'ALPHA', value: '' },
+      { key: 'MODEL', value: 'org/model' },
+    ],
+  });
+  let id: string;
+  let version: number;
+
+  it('create: the answer and myself { endpoints } give back what was sent', async () => {
+    const input = flashInput();
+    const created = ok(await run(SAVE_ENDPOINT, { input }), 'saveEndpoint');
+    expect(created).toMatchObject(endpointAsRead(input, dcs()));
+    id = created.id;
+    version = created.version;
+    expect(await readEndpoint(id)).toMatchObject(endpointAsRead(input, dcs()));
+  });
+
+  it('saving the same input again changes nothing and does not bump version (flash reads version)', async () => {
+    const input = { ...flashInput(), id };
+    const saved = ok(await run(SAVE_ENDPOINT, { input }), 'saveEndpoint');
+    expect(saved).toMatchObject({ ...endpointAsRead(input, dcs()), version });
+    expect(await readEndpoint(id)).toMatchObject({ ...endpointAsRead(input, dcs()), version });
+  });
+
+  it('update by id: every changed field reads back as sent', async () => {
+    const input = {
+      ...flashInput(),
+      id,
+      name: 'rt-flash-2',
+      templateId: otherTemplateId,
+      type: 'LB',
+      gpuIds: 'HOPPER_141',
+      gpuCount: 1,
+      locations: 'US-TX-3',
+      idleTimeout: 5,
+      scalerType: 'QUEUE_DELAY',
+      scalerValue: 4,
+      workersMin: 0,
+      workersMax: 3,
+      networkVolumeIds: [{ networkVolumeId: vol2 }],
+      allowedCudaVersions: '12.9',
+      minCudaVersion: '12.9',
+      executionTimeoutMs: 600_000,
+      flashBootType: 'OFF',
+      env: [{ key: 'MODEL', value: 'org/other' }],
+    };
+    const saved = ok(await run(SAVE_ENDPOINT, { input }), 'saveEndpoint');
+    expect(saved).toMatchObject(endpointAsRead(input, dcs()));
+    expect(saved.version).toBe(version + 1);
+    expect(await readEndpoint(id)).toMatchObject(endpointAsRead(input, dcs()));
+  });
+
+  it('locations read back as sent: a country with one data center, and whole countries given as their code', async () => {
+    for (const locations of ['EU-RO-1', 'EU-SE-1,EU-CZ-1', 'CA-MTL-1,CA-MTL-2,CA-MTL-3', 'US', 'RO,US-TX-3']) {
+      const input = { ...flashInput(), id, locations };
+      expect(ok(await run(SAVE_ENDPOINT, { input }), 'saveEndpoint').locations).toBe(locations);
+      expect((await readEndpoint(id))!).toMatchObject({ locations });
+    }
+  });
+
+  it('allowedCudaVersions "" (flash sends it when no versions are chosen) reads back ""', async () => {
+    const input = { ...flashInput(), id, allowedCudaVersions: '' };
+    expect(ok(await run(SAVE_ENDPOINT, { input }), 'saveEndpoint').allowedCudaVersions).toBe('');
+    expect((await readEndpoint(id))!).toMatchObject({ allowedCudaVersions: '' });
+  });
+});
+
+describe('REST /v1/endpoints: every sent field reads back unchanged', () => {
+  const body = () => ({
+    name: 'rt-rest',
+    templateId,
+    computeType: 'GPU',
+    gpuTypeIds: ['NVIDIA L40S', 'NVIDIA GeForce RTX 4090', 'NVIDIA A40'],
+    gpuCount: 2,
+    dataCenterIds: ['US-TX-3', 'EU-RO-1'],
+    allowedCudaVersions: ['12.8', '12.4'],
+    minCudaVersion: '12.4',
+    executionTimeoutMs: 120_000,
+    flashboot: true,
+    idleTimeout: 30,
+    networkVolumeId: vol1,
+    networkVolumeIds: [vol2, vol1],
+    scalerType: 'REQUEST_COUNT',
+    scalerValue: 2,
+    workersMin: 1,
+    workersMax: 5,
+    env: { Z: '1', A: '' },
+  });
+  let id: string;
+  let version: number;
+
+  it('POST: the answer and GET give back what was sent', async () => {
+    const sent = body();
+    const res = await t.api('POST', '/v1/endpoints', sent);
+    expect(res.status, res.text).toBe(200);
+    expect(res.json).toMatchObject(sent);
+    id = res.json.id;
+    version = res.json.version;
+    expect((await t.api('GET', `/v1/endpoints/${id}`)).json).toMatchObject(sent);
+    expect((await t.api('GET', '/v1/endpoints')).json).toContainEqual(expect.objectContaining(sent));
+  });
+
+  it('PATCH with the same body: nothing changes, version stays', async () => {
+    const { computeType: _, ...sent } = body();
+    const res = await t.api('PATCH', `/v1/endpoints/${id}`, sent);
+    expect(res.status, res.text).toBe(200);
+    expect(res.json).toMatchObject({ ...sent, version });
+  });
+
+  it('PATCH: changed fields read back as sent', async () => {
+    const sent = {
+      name: 'rt-rest-2',
+      gpuTypeIds: ['NVIDIA H100 80GB HBM3'],
+      gpuCount: 1,
+      dataCenterIds: ['EU-SE-1'],
+      allowedCudaVersions: ['13.0'],
+      minCudaVersion: '12.9',
+      executionTimeoutMs: 0,
+      flashboot: false,
+      idleTimeout: 1,
+      networkVolumeIds: [vol1],
+      scalerType: 'QUEUE_DELAY',
+      scalerValue: 10,
+      workersMin: 0,
+      workersMax: 2,
+      env: { B: 'x' },
+    };
+    const res = await t.api('PATCH', `/v1/endpoints/${id}`, sent);
+    expect(res.status, res.text).toBe(200);
+    expect(res.json).toMatchObject(sent);
+    expect((await t.api('GET', `/v1/endpoints/${id}`)).json).toMatchObject(sent);
+  });
+});
+
+describe('REST /v1/templates: every sent field reads back unchanged', () => {
+  const body = () => ({
+    name: 'rt-rest-template',
+    imageName: 'ghcr.io/org/worker:2',
+    category: 'NVIDIA',
+    containerDiskInGb: 25,
+    containerRegistryAuthId: authId,
+    dockerEntrypoint: ['/bin/sh', '-c'],
+    dockerStartCmd: ['python -u handler.py'],
+    env: { Z: '1', A: '2' },
+    isPublic: false,
+    isServerless: true,
+    ports: ['8000/http', '22/tcp'],
+    readme: '# hi',
+    volumeInGb: 0,
+    volumeMountPath: '/runpod-volume',
+  });
+  let id: string;
+
+  it('POST: the answer and GET give back what was sent', async () => {
+    const sent = body();
+    const res = await t.api('POST', '/v1/templates', sent);
+    expect(res.status, res.text).toBe(200);
+    expect(res.json).toMatchObject(sent);
+    id = res.json.id;
+    expect((await t.api('GET', `/v1/templates/${id}`)).json).toMatchObject(sent);
+  });
+
+  it('PATCH: changed fields read back as sent', async () => {
+    const sent = {
+      name: 'rt-rest-template-2',
+      imageName: 'ghcr.io/org/worker:3',
+      containerDiskInGb: 10,
+      dockerEntrypoint: [],
+      dockerStartCmd: ['node', 'worker.js'],
+      env: { Q: '' },
+      isPublic: true,
+      ports: ['8080/http'],
+      readme: '',
+      volumeInGb: 5,
+      volumeMountPath: '/data',
+    };
+    const res = await t.api('PATCH', `/v1/templates/${id}`, sent);
+    expect(res.status, res.text).toBe(200);
+    expect(res.json).toMatchObject(sent);
+    expect((await t.api('GET', `/v1/templates/${id}`)).json).toMatchObject(sent);
+  });
+});
