@@ -221,7 +221,7 @@ export const CPU_GB_PER_VCPU: Readonly<Record<string, number>> = { c: 2, g: 4 };
 
 /**
  * The instance ids (`cpu3g-4-16`: flavor, vCPUs, GB) of a CPU endpoint, which GraphQL reads and writes: those it has
- * when they still name its flavors and vCPU count, else one per flavor (a CPU endpoint created or changed over REST,
+ * when they still name its flavors and (the first) its vCPU count, else one per flavor (a CPU endpoint created or changed over REST,
  * which sets cpuFlavorIds and vcpuCount). A GPU endpoint has none.
  */
 export function cpuInstanceIds(
@@ -229,9 +229,13 @@ export function cpuInstanceIds(
 ): string[] {
   if (e.computeType !== 'CPU') return [];
   const parts = e.instanceIds.map((id) => /^(cpu\d[a-z])-(\d+)-\d+$/.exec(id));
+  // Sizes may differ between the instances (flash's CpuInstanceType: cpu3c-2-4 and cpu3c-4-8); the endpoint's
+  // vcpuCount is its first one's, as GraphQL's saveEndpoint sets it. Regenerating them from the flavors and one vCPU
+  // count dropped or resized the others, and the client that sent them saw drift on every save.
   const current =
     e.instanceIds.length > 0 &&
-    parts.every((m) => m !== null && e.cpuFlavorIds.includes(m[1]!) && Number(m[2]) === e.vcpuCount) &&
+    parts.every((m) => m !== null && e.cpuFlavorIds.includes(m[1]!)) &&
+    Number(parts[0]![2]) === e.vcpuCount &&
     e.cpuFlavorIds.every((f) => parts.some((m) => m![1] === f));
   if (current) return e.instanceIds;
   return e.cpuFlavorIds.map((f) => `${f}-${e.vcpuCount}-${e.vcpuCount * (CPU_GB_PER_VCPU[f.slice(-1)] ?? 4)}`);

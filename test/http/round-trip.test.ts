@@ -152,6 +152,15 @@ describe('GraphQL saveEndpoint: every sent field reads back unchanged', () => {
     expect(ok(await run(SAVE_ENDPOINT, { input }), 'saveEndpoint').allowedCudaVersions).toBe('');
     expect((await readEndpoint(id))!).toMatchObject({ allowedCudaVersions: '' });
   });
+
+  it('a CPU endpoint: instanceIds of one flavor in two sizes (flash CpuInstanceType) read back as sent', async () => {
+    for (const instanceIds of [['cpu3c-2-4', 'cpu3c-4-8'], ['cpu5c-4-8', 'cpu3g-2-8'], ['cpu3g-4-16']]) {
+      const input = { ...flashInput(), id, gpuIds: undefined, gpuCount: undefined, instanceIds };
+      const saved = ok(await run(SAVE_ENDPOINT, { input }), 'saveEndpoint');
+      expect(saved).toMatchObject({ computeType: 'CPU', instanceIds });
+      expect((await readEndpoint(id))!).toMatchObject({ computeType: 'CPU', instanceIds });
+    }
+  });
 });
 
 describe('REST /v1/endpoints: every sent field reads back unchanged', () => {
