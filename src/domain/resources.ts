@@ -174,7 +174,23 @@ export interface Template {
    * includeEndpointBoundTemplates, and it goes with its endpoint unless another one uses it.
    */
   boundEndpointId?: string | null;
+  /**
+   * The pod-only options of GraphQL's SaveTemplateInput, as last saved (absent: never saved over GraphQL). They do
+   * nothing to serverless workers, but read back as saved: runpodctl saves port labels (portsConfig) and reads them
+   * back, its project deploy and the Python SDK send startSsh: true, flash sends config: {}.
+   */
+  podOptions?: TemplatePodOptions;
   createdAt: number;
+}
+
+export interface TemplatePodOptions {
+  startSsh: boolean;
+  startJupyter: boolean;
+  startScript: string | null;
+  advancedStart: boolean;
+  /** Any JSON (GraphQL's JSON scalar): a string, or the object flash sends. */
+  config: unknown;
+  portsConfig: { port: string; name: string }[];
 }
 
 export type TemplateInput = Partial<Omit<Template, 'id' | 'userId' | 'createdAt'>> & {

@@ -31,6 +31,12 @@ const ENDPOINT_FIELDS = `id name templateId type computeType gpuIds gpuCount ins
 const SAVE_ENDPOINT = `mutation saveEndpoint($input: EndpointInput!) { saveEndpoint(input: $input) { ${ENDPOINT_FIELDS} } }`;
 const MY_ENDPOINTS = `query { myself { endpoints { ${ENDPOINT_FIELDS} } } }`;
 
+const TEMPLATE_FIELDS = `id name imageName dockerArgs containerDiskInGb volumeInGb volumeMountPath ports
+  portsConfig { port name } env { key value } isServerless isPublic containerRegistryAuthId readme startSsh
+  startJupyter startScript advancedStart config category`;
+const SAVE_TEMPLATE = `mutation saveTemplate($input: SaveTemplateInput) { saveTemplate(input: $input) { ${TEMPLATE_FIELDS} } }`;
+const MY_TEMPLATES = `query { myself { podTemplates { ${TEMPLATE_FIELDS} } } }`;
+
 /** The sent GraphQL endpoint input as it reads back: networkVolumeIds gain their volume's dataCenterId. */
 function endpointAsRead(input: Record<string, unknown>, dataCenters: Record<string, string>) {
   const out: Record<string, unknown> = { ...input };
@@ -46,6 +52,11 @@ function endpointAsRead(input: Record<string, unknown>, dataCenters: Record<stri
 async function readEndpoint(id: string) {
   const list = ok(await run(MY_ENDPOINTS), 'myself').endpoints as { id: string }[];
   return list.find((e) => e.id === id);
+}
+
+async function readTemplate(id: string) {
+  const list = ok(await run(MY_TEMPLATES), 'myself').podTemplates as { id: string }[];
+  return list.find((x) => x.id === id);
 }
 
 beforeAll(async () => {
@@ -160,6 +171,87 @@ describe('GraphQL saveEndpoint: every sent field reads back unchanged', () => {
       expect(saved).toMatchObject({ computeType: 'CPU', instanceIds });
       expect((await readEndpoint(id))!).toMatchObject({ computeType: 'CPU', instanceIds });
     }
+  });
+});
+
+describe('GraphQL saveTemplate: every sent field reads back unchanged', () => {
+  // runpodctl project deploy (isServerless, startSsh true), the Python SDK's create_template, runpodctl's port labels
+  // (portsConfig) and a pod-template config: what Pulumi's SaveTemplateInput carries.
+  const full = () => ({
+    name: 'rt-template',
+    imageName: 'ghcr.io/org/worker:1.2',
+    dockerArgs: 'bash -c "python -u handler.py --port 8000"',
+    containerDiskInGb: 30,
+    volumeInGb: 0,
+    volumeMountPath: '/runpod-volume',
+    ports: '8000/http,22/tcp',
+    portsConfig: [
+      { port: '8000/http', name: 'api' },
+      { port: '22/tcp', name: 'ssh' },
+    ],
+    env: [
+      { key: 'B', value: '2' },
+      { key: 'A', value: '1' },
+    ],
+    isServerless: true,
+    isPublic: false,
+    containerRegistryAuthId: authId,
+    readme: '# worker\n',
+    startSsh: true,
+    startJupyter: false,
+    startScript: 'echo started',
+    advancedStart: true,
+    config: { mode: 'fast', retries: 2 },
+  });
+  let id: string;
+
+  it('create: the answer and myself { podTemplates } give back what was sent', async () => {
+    const input = full();
+    const saved = ok(await run(SAVE_TEMPLATE, { input }), 'saveTemplate');
+    expect(saved).toMatchObject(input);
+    id = saved.id;
+    expect(await readTemplate(id)).toMatchObject(input);
+  });
+
+  it('update by id: changed fields read back as sent', async () => {
+    const input = {
+      ...full(),
+      id,
+      name: 'rt-template-2',
+      dockerArgs: 'python -u "my handler.py"',
+      containerDiskInGb: 40,
+      volumeMountPath: '/data',
+      ports: '8080/http',
+      portsConfig: [{ port: '8080/http', name: 'web' }],
+      env: [{ key: 'C', value: '3' }],
+      isPublic: true,
+      readme: '',
+      startSsh: false,
+      startScript: '',
+      advancedStart: false,
+      config: 'plain text',
+    };
+    const saved = ok(await run(SAVE_TEMPLATE, { input }), 'saveTemplate');
+    expect(saved).toMatchObject(input);
+    expect(await readTemplate(id)).toMatchObject(input);
+  });
+
+  it('flash (PodTemplate defaults: config {}, dockerArgs "") reads back as sent', async () => {
+    const input = {
+      name: 'rt-flash-tpl',
+      imageName: 'runpod/flash:latest',
+      dockerArgs: '',
+      containerDiskInGb: 64,
+      volumeInGb: 0,
+      env: [{ key: 'RUNPOD_API_KEY', value: 'k' }],
+      readme: '',
+      config: {},
+      startScript: '',
+      advancedStart: false,
+    };
+    const saved = ok(await run(SAVE_TEMPLATE, { input }), 'saveTemplate');
+    expect(saved).toMatchObject(input);
+    expect(await readTemplate(saved.id)).toMatchObject(input);
   });
 });
 

@@ -27,6 +27,11 @@ export interface GqlEndpointTemplateInput {
   containerRegistryAuthId?: string | null;
   ports?: string | null;
   readme?: string | null;
+  startSsh?: boolean | null;
+  startJupyter?: boolean | null;
+  startScript?: string | null;
+  advancedStart?: boolean | null;
+  config?: unknown;
 }
 
 export interface GqlEndpointInput {

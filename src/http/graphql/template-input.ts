@@ -2,7 +2,7 @@
  * GraphQL `SaveTemplateInput` → the domain template, and the domain template → GraphQL `PodTemplate`.
  * Like saveEndpoint, saving with an id replaces the template: optional fields left out return to their defaults,
  * except `imageName`, `isServerless` and `category`, which are kept. Pod-only options (startSsh, startJupyter,
- * startScript, advancedStart, config, portsConfig) are accepted and have no effect on serverless workers.
+ * startScript, advancedStart, config, portsConfig) have no effect on serverless workers; they are kept and read back.
  */
 import { TEMPLATE_DEFAULTS, type Template, type TemplateInput } from '../../domain/index.ts';
 import { invalid } from './context.ts';
@@ -31,6 +31,12 @@ export interface GqlTemplateInput {
   containerRegistryAuthId?: string | null;
   readme?: string | null;
   category?: 'CPU' | 'GPU' | 'NVIDIA' | 'AMD' | null;
+  startSsh?: boolean | null;
+  startJupyter?: boolean | null;
+  startScript?: string | null;
+  advancedStart?: boolean | null;
+  config?: unknown;
+  portsConfig?: ReadonlyArray<{ port: string; name: string } | null> | null;
 }
 
 /** Every field of the template; `imageName`, `isServerless` and `category` are undefined when left out. */
@@ -52,6 +58,15 @@ export function templateFields(input: GqlTemplateInput): Partial<TemplateInput> 
     isPublic: input.isPublic ?? false,
     containerRegistryAuthId: input.containerRegistryAuthId?.trim() || null,
     readme: input.readme ?? '',
+    // Like the other optional fields, left out is the default (a save replaces the template).
+    podOptions: {
+      startSsh: input.startSsh ?? false,
+      startJupyter: input.startJupyter ?? false,
+      startScript: input.startScript ?? null,
+      advancedStart: input.advancedStart ?? false,
+      config: input.config ?? null,
+      portsConfig: (input.portsConfig ?? []).flatMap((p) => (p ? [{ port: p.port, name: p.name }] : [])),
+    },
   };
   if (imageName !== undefined) out.imageName = imageName;
   if (input.isServerless !== undefined && input.isServerless !== null) out.isServerless = input.isServerless;
@@ -70,18 +85,18 @@ export function podTemplateView(t: Template) {
     volumeInGb: t.volumeInGb,
     volumeMountPath: t.volumeMountPath,
     ports: t.ports.join(','),
-    portsConfig: [],
+    portsConfig: t.podOptions?.portsConfig ?? [],
     env: envToList(t.env),
     isServerless: t.isServerless,
     isPublic: t.isPublic,
     isRunpod: false,
     containerRegistryAuthId: t.containerRegistryAuthId,
     readme: t.readme,
-    startJupyter: false,
-    startSsh: false,
-    startScript: null,
-    advancedStart: false,
-    config: null,
+    startJupyter: t.podOptions?.startJupyter ?? false,
+    startSsh: t.podOptions?.startSsh ?? false,
+    startScript: t.podOptions?.startScript ?? null,
+    advancedStart: t.podOptions?.advancedStart ?? false,
+    config: t.podOptions?.config ?? null,
     category: t.category,
     userId: t.userId,
     boundEndpointId: t.boundEndpointId ?? null,
