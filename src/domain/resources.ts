@@ -180,6 +180,11 @@ export interface Template {
    * back, its project deploy and the Python SDK send startSsh: true, flash sends config: {}.
    */
   podOptions?: TemplatePodOptions;
+  /**
+   * GraphQL's `dockerArgs` as last saved: it reads back as written while it still gives the template's command
+   * (quoting and spacing are the sender's; rebuilt from the argv, `bash -c 'x y'` read back `bash -c "x y"`).
+   */
+  dockerArgs?: string;
   createdAt: number;
 }
 

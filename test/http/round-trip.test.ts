@@ -180,7 +180,7 @@ describe('GraphQL saveTemplate: every sent field reads back unchanged', () => {
   const full = () => ({
     name: 'rt-template',
     imageName: 'ghcr.io/org/worker:1.2',
-    dockerArgs: 'bash -c "python -u handler.py --port 8000"',
+    dockerArgs: "bash -c 'python -u handler.py --port 8000'",
     containerDiskInGb: 30,
     volumeInGb: 0,
     volumeMountPath: '/runpod-volume',
@@ -218,7 +218,7 @@ describe('GraphQL saveTemplate: every sent field reads back unchanged', () => {
       ...full(),
       id,
       name: 'rt-template-2',
-      dockerArgs: 'python -u "my handler.py"',
+      dockerArgs: 'python  -u  "my handler.py"',
       containerDiskInGb: 40,
       volumeMountPath: '/data',
       ports: '8080/http',

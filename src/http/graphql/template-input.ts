@@ -50,6 +50,7 @@ export function templateFields(input: GqlTemplateInput): Partial<TemplateInput> 
   const out: Partial<TemplateInput> & { name: string } = {
     name,
     ...dockerArgsToCommand('dockerArgs', input.dockerArgs),
+    dockerArgs: input.dockerArgs ?? '',
     containerDiskInGb: intIn('containerDiskInGb', input.containerDiskInGb, 0, 10_000),
     volumeInGb: intIn('volumeInGb', input.volumeInGb, 0, 10_000),
     volumeMountPath: input.volumeMountPath?.trim() || TEMPLATE_DEFAULTS.volumeMountPath,
@@ -74,13 +75,33 @@ export function templateFields(input: GqlTemplateInput): Partial<TemplateInput> 
   return out;
 }
 
+const sameArgs = (a: readonly string[], b: readonly string[]) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * `dockerArgs` as last saved while it still gives the template's command (a REST change of dockerStartCmd or
+ * dockerEntrypoint since makes it rebuilt); a command line, which leaves the entrypoint as it is, only while the
+ * template has none, so that a client saving back what it read keeps it.
+ */
+export function dockerArgsOf(t: Template): string {
+  if (t.dockerArgs !== undefined) {
+    const command = dockerArgsToCommand('dockerArgs', t.dockerArgs);
+    if (
+      sameArgs(command.dockerStartCmd, t.dockerStartCmd) &&
+      sameArgs(command.dockerEntrypoint ?? [], t.dockerEntrypoint)
+    ) {
+      return t.dockerArgs;
+    }
+  }
+  return commandToDockerArgs(t);
+}
+
 /** The GraphQL view of a template (`PodTemplate`). */
 export function podTemplateView(t: Template) {
   return {
     id: t.id,
     name: t.name,
     imageName: t.imageName,
-    dockerArgs: commandToDockerArgs(t),
+    dockerArgs: dockerArgsOf(t),
     containerDiskInGb: t.containerDiskInGb,
     volumeInGb: t.volumeInGb,
     volumeMountPath: t.volumeMountPath,

@@ -5,7 +5,7 @@
 import type { Endpoint, Template, WorkerRecord } from '../../../domain/index.ts';
 import { WharfError } from '../../../errors/index.ts';
 import { required, type GqlContext, type ResolverMap } from '../context.ts';
-import { commandToDockerArgs } from '../convert.ts';
+import { dockerArgsOf } from '../template-input.ts';
 import { gpuDisplayName } from '../../rest/views.ts';
 
 function podView(ctx: GqlContext, w: WorkerRecord, e: Endpoint, t: Template | null) {
@@ -18,7 +18,7 @@ function podView(ctx: GqlContext, w: WorkerRecord, e: Endpoint, t: Template | nu
     podType: 'SERVERLESS',
     endpointId: e.id,
     imageName: t?.imageName ?? null,
-    dockerArgs: t ? commandToDockerArgs(t) : null,
+    dockerArgs: t ? dockerArgsOf(t) : null,
     dockerId: null,
     // Pod env is a list of "KEY=value" strings (the SDKs select it without a sub-selection).
     env: Object.entries({ ...t?.env, ...e.env }).map(([k, v]) => `${k}=${v}`),
