@@ -320,6 +320,16 @@ describe('REST /v1/endpoints: every sent field reads back unchanged', () => {
     expect(res.json).toMatchObject(sent);
     expect((await t.api('GET', `/v1/endpoints/${id}`)).json).toMatchObject(sent);
   });
+
+  it('a CPU endpoint: cpuFlavorIds and vcpuCount read back (terraform compares them)', async () => {
+    const sent = { name: 'rt-cpu', templateId, computeType: 'CPU', cpuFlavorIds: ['cpu5c', 'cpu3g'], vcpuCount: 4 };
+    const res = await t.api('POST', '/v1/endpoints', sent);
+    expect(res.status, res.text).toBe(200);
+    expect(res.json).toMatchObject(sent);
+    expect((await t.api('GET', `/v1/endpoints/${res.json.id}`)).json).toMatchObject(sent);
+    const patch = { cpuFlavorIds: ['cpu3c'], vcpuCount: 2 };
+    expect((await t.api('PATCH', `/v1/endpoints/${res.json.id}`, patch)).json).toMatchObject(patch);
+  });
 });
 
 describe('REST /v1/templates: every sent field reads back unchanged', () => {

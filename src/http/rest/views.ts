@@ -123,6 +123,10 @@ export function endpointView(
     env: e.env,
     executionTimeoutMs: e.executionTimeoutMs,
     flashboot: e.flashboot,
+    // Not in the spec's Endpoint (nor is flashboot), but part of what a client sent: a declarative one (Terraform)
+    // that cannot read them back sees them as changed on every run.
+    cpuFlavorIds: e.cpuFlavorIds,
+    vcpuCount: e.vcpuCount,
     gpuCount: e.gpuCount,
     gpuTypeIds: e.gpuTypeIds,
     gpuIds: e.gpuIds,
