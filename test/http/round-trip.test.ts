@@ -253,6 +253,16 @@ describe('GraphQL saveTemplate: every sent field reads back unchanged', () => {
     expect(saved).toMatchObject(input);
     expect(await readTemplate(saved.id)).toMatchObject(input);
   });
+
+  it("saving a template again unchanged (flash's update_template echo) does not bump its endpoints' version", async () => {
+    const input = { ...full(), name: 'rt-template-used' };
+    const tpl = ok(await run(SAVE_TEMPLATE, { input }), 'saveTemplate');
+    const ep = ok(await run(SAVE_ENDPOINT, { input: { name: 'rt-uses', templateId: tpl.id } }), 'saveEndpoint');
+    ok(await run(SAVE_TEMPLATE, { input: { ...input, id: tpl.id } }), 'saveTemplate');
+    expect((await readEndpoint(ep.id))!).toMatchObject({ version: ep.version });
+    ok(await run(SAVE_TEMPLATE, { input: { ...input, id: tpl.id, dockerArgs: 'python -u other.py' } }), 'saveTemplate');
+    expect((await readEndpoint(ep.id))!).toMatchObject({ version: ep.version + 1 });
+  });
 });
 
 describe('REST /v1/endpoints: every sent field reads back unchanged', () => {
