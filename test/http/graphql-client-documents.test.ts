@@ -6,7 +6,8 @@ import { request, startTestServer, type ApiResponse, type TestServer } from '../
  * volumes, registry auths, GPU types, data centers, CPU flavors, the user), copied verbatim from each client's source
  * (spec/rest-graphql-facts.md, Sources) and sent the way that client sends them: its body shape (`{query}` alone,
  * `variables: null` or `{}`, dstack's misspelt `variable`) and its key (Bearer header, or `?api_key=`). Each case checks
- * that the answer has no errors and holds the fields the client reads.
+ * that the answer has no errors and holds the fields the client reads, or, for the pod documents (Wharf has no pods of its
+ * own), that they validate and answer PODS_NOT_SUPPORTED at the field's path as the other pod mutations do.
  *
  * runpod-python's documents are covered in graphql-python-sdk.test.ts, runpodctl's endpoint round trips in
  * graphql-runpodctl.test.ts; this file holds the documents those do not send verbatim.
@@ -25,6 +26,20 @@ function data(res: ApiResponse): any {
   expect(res.status, res.text).toBe(200);
   expect(res.json.errors, res.text).toBeUndefined();
   return res.json.data;
+}
+
+/** What Wharf answers a pod-creating or pod-changing mutation: 200, the field null, PODS_NOT_SUPPORTED at its path. */
+function podsRefused(res: ApiResponse, field: string): void {
+  expect(res.status, res.text).toBe(200);
+  expect(res.json.data, res.text).toEqual({ [field]: null });
+  expect(res.json.errors, res.text).toEqual([
+    {
+      message: expect.stringMatching(new RegExp(`^Wharf runs serverless workers only; ${field} is not available`)),
+      locations: expect.any(Array),
+      path: [field],
+      extensions: { code: 'PODS_NOT_SUPPORTED' },
+    },
+  ]);
 }
 
 beforeAll(async () => {
@@ -412,6 +427,55 @@ describe('runpodctl (internal/api/*.go): {query, variables} with variables {} or
     }
   });
 
+  it('create pod and start pod (api/pod.go: the legacy client) answer PODS_NOT_SUPPORTED', async () => {
+    const CREATE = `
+		mutation createPod($input: PodFindAndDeployOnDemandInput!) {
+			podFindAndDeployOnDemand(input: $input) {
+			  id
+			  costPerHr
+			  desiredStatus
+			  lastStatusChange
+			}
+		}
+		`;
+    const BID_RESUME = `
+		mutation Mutation($podId: String!, $bidPerGpu: Float!) {
+			podBidResume(input: {podId: $podId, bidPerGpu: $bidPerGpu}) {
+			  id
+			  costPerHr
+			  desiredStatus
+			  lastStatusChange
+			}
+		}
+		`;
+    // CreatePodInput as Go marshals it (`runpodctl create pod --secureCloud --gpuType ... --imageName ...`):
+    // every field but deployCost (omitempty), which `--cost` sets.
+    const input = {
+      cloudType: 'SECURE',
+      containerDiskInGb: 20,
+      deployCost: 0.5,
+      dockerArgs: '',
+      env: [{ key: 'A', value: 'b' }],
+      gpuCount: 1,
+      gpuTypeId: 'NVIDIA GeForce RTX 4090',
+      imageName: 'runpod/pytorch:2.1.0',
+      minMemoryInGb: 20,
+      minVcpuCount: 1,
+      name: 'runpod/pytorch',
+      ports: '8888/http,22/tcp',
+      templateId: '',
+      volumeInGb: 1,
+      volumeMountPath: '/workspace',
+    };
+    podsRefused(await bearer({ query: CREATE, variables: { input } }), 'podFindAndDeployOnDemand');
+    podsRefused(
+      await bearer({ query: CREATE, variables: { input: { ...input, deployCost: undefined, env: null } } }),
+      'podFindAndDeployOnDemand',
+    );
+    // `runpodctl start pod <id> --bid 0.3`
+    podsRefused(await bearer({ query: BID_RESUME, variables: { podId: 'abc', bidPerGpu: 0.3 } }), 'podBidResume');
+  });
+
   it('template list, get, and port labels (templates.go, template_port_labels.go)', async () => {
     const rest = await t.api('POST', '/v1/templates', {
       name: 'ctl-labels',
@@ -636,6 +700,63 @@ query myself {
                 }
                 `;
     expect(data(await apiKeyParam({ query: remove }))).toEqual({ deleteNetworkVolume: null });
+  });
+  it('create_pod (on demand and interruptable) and edit_pod answer PODS_NOT_SUPPORTED', async () => {
+    // generate_pod_deployment_mutation's document for dstack's arguments (every optional field set but
+    // template_id and network_volume_id); with bid_per_gpu it rents an interruptable pod.
+    const deployment = (podDeploy: string, bid: string): string => {
+      const inputString = [
+        'name: "dstack-run-0-0"',
+        'imageName: "dstackai/base:py3.12-0.7-cuda-12.1"',
+        'gpuTypeId: "NVIDIA A40"',
+        'cloudType: SECURE',
+        'startSsh: true',
+        'supportPublicIp: true',
+        ...(bid ? [`bidPerGpu: ${bid}`] : []),
+        'dataCenterId: "EU-SE-1"',
+        'gpuCount: 1',
+        'volumeInGb: 0',
+        'containerDiskInGb: 100',
+        'minVcpuCount: 8',
+        'minMemoryInGb: 48',
+        'dockerArgs: "sleep infinity"',
+        'ports: "10022/tcp"',
+        'env: [{ key: "DSTACK_RUNNER_LOG_LEVEL", value: "6" }]',
+        'allowedCudaVersions: ["12.1", "12.2"]',
+      ].join(', ');
+      return `
+        mutation {
+          ${podDeploy}(
+            input: {
+              ${inputString}
+            }
+          ) {
+            id
+            lastStatusChange
+            imageName
+            machine {
+              podHostId
+            }
+          }
+        }
+        `;
+    };
+    podsRefused(await apiKeyParam({ query: deployment('podFindAndDeployOnDemand', '') }), 'podFindAndDeployOnDemand');
+    podsRefused(await apiKeyParam({ query: deployment('podRentInterruptable', '0.25') }), 'podRentInterruptable');
+    const edit = `
+                mutation {
+                    podEditJob(input: {
+                        podId: "abc123"
+                        imageName: "dstackai/base:py3.12-0.7-cuda-12.1"
+                        containerDiskInGb: 100
+                        containerRegistryAuthId: "cm1"
+                        volumeInGb: 0
+                    }) {
+                        id
+                    }
+                }
+                `;
+    podsRefused(await apiKeyParam({ query: edit }), 'podEditJob');
   });
 });
 

@@ -1,6 +1,7 @@
 /**
  * Pods: Wharf has no pods of its own; its serverless workers are shown as pods (read-only), `podStop` and
- * `podTerminate` retire a worker, and the pod-creating mutations answer PODS_NOT_SUPPORTED.
+ * `podTerminate` retire a worker, and the mutations that create, resume or change a pod answer PODS_NOT_SUPPORTED (their
+ * inputs are in the schema so that the clients' documents validate and get that answer rather than a 400).
  */
 import type { Endpoint, Template, WorkerRecord } from '../../../domain/index.ts';
 import { WharfError } from '../../../errors/index.ts';
@@ -99,8 +100,11 @@ export const podResolvers: ResolverMap = {
   },
   Mutation: {
     podFindAndDeployOnDemand: notSupported('podFindAndDeployOnDemand'),
+    podRentInterruptable: notSupported('podRentInterruptable'),
     deployCpuPod: notSupported('deployCpuPod'),
     podResume: notSupported('podResume'),
+    podBidResume: notSupported('podBidResume'),
+    podEditJob: notSupported('podEditJob'),
     podStop: (_: unknown, args: PodArgs, ctx: GqlContext) => retire(ctx, required(args.input).podId, 'podStop'),
     podTerminate: async (_: unknown, args: PodArgs, ctx: GqlContext) => {
       await retire(ctx, required(args.input).podId, 'podTerminate');
