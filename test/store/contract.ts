@@ -292,6 +292,8 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
 
     describe('cancel, retry, purge', () => {
       it('cancels queued and running jobs; a running one gets a stop order; final jobs are left alone', async () => {
+        // Stop orders are kept only for a worker with a record.
+        await store.upsertWorker(worker('w1', ep));
         const q = await store.submitJob(newJob(ep, { createdAt: T0 + 2 }));
         const r = await store.submitJob(newJob(ep, { createdAt: T0 + 1 }));
         await store.takeJobs(ep, 'w1', 1, T0 + 5);
@@ -306,6 +308,8 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       });
 
       it('a fetched stop order can be armed again (its answer was lost); only fetched orders of that worker', async () => {
+        // Stop orders are kept only for a worker with a record.
+        await store.upsertWorker(worker('w1', ep));
         const a = await store.submitJob(newJob(ep, { createdAt: T0 }));
         const b = await store.submitJob(newJob(ep, { createdAt: T0 + 1 }));
         await store.takeJobs(ep, 'w1', 2, T0 + 5);
@@ -360,6 +364,8 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       });
 
       it('does not hand a job back to a worker that has not fetched the stop order of its earlier attempt', async () => {
+        // Stop orders are kept only for a worker with a record.
+        await store.upsertWorker(worker('w1', ep));
         const short = { executionTimeoutMs: 5_000, lowPriority: false, ttlMs: 3_600_000 };
         const j = await store.submitJob(newJob(ep, { policy: short, createdAt: T0 }));
         await store.takeJobs(ep, 'w1', 1, T0 + 1);
@@ -390,6 +396,29 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect((await store.takeJobs(ep, 'w2', 5, later + 5_003)).map((x) => x.id)).toEqual([j.id]);
       });
 
+      it('keeps no stop order for a worker with no record: a worker registering later under that id takes at once', async () => {
+        const short = { executionTimeoutMs: 5_000, lowPriority: false, ttlMs: 3_600_000 };
+        const j = await store.submitJob(newJob(ep, { policy: short, createdAt: T0 }));
+        const k = await store.submitJob(newJob(ep, { policy: short, createdAt: T0 + 1 }));
+        // w1's record is deleted while it holds j (a worker that exited); w2 never had one.
+        await store.upsertWorker(worker('w1', ep));
+        await store.takeJobs(ep, 'w1', 1, T0 + 2);
+        await store.takeJobs(ep, 'w2', 1, T0 + 3);
+        await store.deleteWorker('w1');
+        const swept = await store.timeoutJobs(T0 + 5_003, 10);
+        expect(swept.map((s) => s.job.id).sort()).toEqual([j.id, k.id].sort());
+        expect(await store.retryJob(ep, j.id, T0 + 5_004)).toMatchObject({ outcome: 'queued' });
+        expect(await store.retryJob(ep, k.id, T0 + 5_005)).toMatchObject({ outcome: 'queued' });
+        // Pod ids are reused: new workers under both ids get no stop order, and are not held back from the jobs
+        // for RETAKE_AFTER_STOP_MS.
+        await store.upsertWorker(worker('w1', ep, { createdAt: T0 + 5_006, lastSeenAt: T0 + 5_006 }));
+        await store.upsertWorker(worker('w2', ep, { createdAt: T0 + 5_006, lastSeenAt: T0 + 5_006 }));
+        expect(await store.takeStops('w1', T0 + 5_007)).toEqual([]);
+        expect(await store.takeStops('w2', T0 + 5_007)).toEqual([]);
+        expect((await store.takeJobs(ep, 'w1', 1, T0 + 5_008)).map((x) => x.id)).toEqual([j.id]);
+        expect((await store.takeJobs(ep, 'w2', 1, T0 + 5_008)).map((x) => x.id)).toEqual([k.id]);
+      });
+
       it('purges queued jobs only', async () => {
         const running = await store.submitJob(newJob(ep, { createdAt: T0 }));
         await store.submitJob(newJob(ep, { createdAt: T0 + 1 }));
@@ -412,6 +441,8 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
 
     describe('sweeps', () => {
       it('expires jobs by ttl whatever their state, with a tombstone and a stop order for the runner', async () => {
+        // Stop orders are kept only for a worker with a record.
+        await store.upsertWorker(worker('w1', ep));
         const short = { executionTimeoutMs: 60_000, lowPriority: false, ttlMs: 10_000 };
         const queued = await store.submitJob(newJob(ep, { policy: short, createdAt: T0 + 1 }));
         const running = await store.submitJob(newJob(ep, { policy: short, createdAt: T0 }));
@@ -437,6 +468,8 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       });
 
       it('times out attempts past their execution timeout and orders the worker to stop', async () => {
+        // Stop orders are kept only for a worker with a record.
+        await store.upsertWorker(worker('w1', ep));
         const j = await store.submitJob(
           newJob(ep, { policy: { executionTimeoutMs: 5_000, lowPriority: false, ttlMs: 3_600_000 } }),
         );
@@ -484,6 +517,8 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       });
 
       it("a retry starts the lost-worker count afresh; the last attempt's stop order stays for its worker", async () => {
+        // Stop orders are kept only for a worker with a record.
+        await store.upsertWorker(worker('w1', ep));
         const j = await store.submitJob(
           newJob(ep, { policy: { executionTimeoutMs: 5_000, lowPriority: false, ttlMs: 3_600_000 } }),
         );

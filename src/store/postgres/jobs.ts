@@ -38,9 +38,15 @@ async function fenced(c: Conn, endpointId: string, jobId: string, workerId: stri
 }
 
 export async function addStop(c: Conn, workerId: string, jobId: string, now: number): Promise<void> {
-  // A newer order for the same job (a later attempt on the same worker) restarts RETAKE_AFTER_STOP_MS.
+  // A newer order for the same job (a later attempt on the same worker) restarts RETAKE_AFTER_STOP_MS. Only for a
+  // worker with a record: orders go only with their worker's record (deleteWorker, deleteEndpoint), so one made for a
+  // worker already gone (or never registered) would stay forever, and a later worker under the same id (pod ids are
+  // reused) would be told to stop a job it never ran and be kept from taking it. FOR KEY SHARE holds the record
+  // until this transaction ends, so a concurrent deleteWorker waits and then deletes this order with it; one that
+  // deleted the record first leaves the subquery empty here.
   await c.query(
-    `INSERT INTO job_stops (worker_id, job_id, created_at) VALUES ($1, $2, $3)
+    `INSERT INTO job_stops (worker_id, job_id, created_at)
+     SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM workers WHERE id = $1 FOR KEY SHARE)
      ON CONFLICT (worker_id, job_id) DO UPDATE SET created_at = excluded.created_at, fetched_at = NULL`,
     [workerId, jobId, now],
   );

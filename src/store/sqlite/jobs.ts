@@ -215,11 +215,15 @@ export class SqliteJobs {
   }
 
   addStop(workerId: string, jobId: string, now: number): void {
-    // A newer order for the same job (a later attempt on the same worker) restarts RETAKE_AFTER_STOP_MS.
+    // A newer order for the same job (a later attempt on the same worker) restarts RETAKE_AFTER_STOP_MS. Only for a
+    // worker with a record: orders go only with their worker's record, so one made for a worker already gone (or
+    // never registered) would stay forever, and a later worker under the same id (pod ids are reused) would be told
+    // to stop a job it never ran and be kept from taking it.
     this.q(
-      `INSERT INTO job_stops (worker_id, job_id, created_at) VALUES (?, ?, ?)
+      `INSERT INTO job_stops (worker_id, job_id, created_at)
+       SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM workers WHERE id = ?)
        ON CONFLICT (worker_id, job_id) DO UPDATE SET created_at = excluded.created_at, fetched_at = NULL`,
-    ).run(workerId, jobId, now);
+    ).run(workerId, jobId, now, workerId);
   }
 
   cancel(endpointId: string, jobId: string, now: number): CancelOutcome {
