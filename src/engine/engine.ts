@@ -418,9 +418,18 @@ export class JobEngine {
    */
   private wakeWhenRetakeable(before: Job): void {
     if (before.status !== 'TIMED_OUT' || before.completedAt === null) return;
-    const delay = before.completedAt + RETAKE_AFTER_STOP_MS - this.clock.now();
+    this.wakeTakesAfterStop(before.endpointId, before.completedAt);
+  }
+
+  /**
+   * Wake the endpoint's takes once a stop order made at `stoppedAt` no longer holds a job back from its worker
+   * (RETAKE_AFTER_STOP_MS): that worker may be the endpoint's only one, waiting in a long poll nothing else would wake.
+   * Also for an order sent again (WorkerGateway.undeliveredStops), which is made anew and starts the wait again.
+   */
+  wakeTakesAfterStop(endpointId: string, stoppedAt: number): void {
+    const delay = stoppedAt + RETAKE_AFTER_STOP_MS - this.clock.now();
     if (delay <= 0) return;
-    const topic = topics.queue(before.endpointId);
+    const topic = topics.queue(endpointId);
     setTimeout(() => this.bus.publish(topic), delay + RETAKE_WAKE_SLACK_MS).unref();
   }
 

@@ -389,11 +389,17 @@ export class WorkerGateway implements TakeHandOff {
     }
   }
 
-  /** Stop orders fetched for an answer that did not reach the worker: fetched again by its next poll. */
+  /**
+   * Stop orders fetched for an answer that did not reach the worker: fetched again by its next poll. Made anew, they
+   * hold their jobs back from this worker's takes for RETAKE_AFTER_STOP_MS from now, so its takes are woken then.
+   */
   async undeliveredStops(worker: WorkerRecord, jobIds: string[]): Promise<void> {
     if (jobIds.length === 0) return;
-    const back = await this.store.rearmStops(worker.id, jobIds, this.clock.now());
-    if (back.length > 0) this.bus.publish(topics.stop(worker.id));
+    const now = this.clock.now();
+    const back = await this.store.rearmStops(worker.id, jobIds, now);
+    if (back.length === 0) return;
+    this.bus.publish(topics.stop(worker.id));
+    this.engine.wakeTakesAfterStop(worker.endpointId, now);
   }
 
   /**

@@ -505,6 +505,36 @@ describe('executionTimeout', () => {
       await q.close();
     }
   });
+
+  it('the only worker, in a long take, gets the job when the wait of a stop order sent again ends', async () => {
+    // Sending an order again (its answer lost) makes it anew, and the worker's wait with it: ~30 s of real time here,
+    // as the server's wake-up timer runs on real time whatever the clock says.
+    const own = new TestClock();
+    const q = await startTestServer({ sweepIntervalMs: 50, leaseMs: 3_600_000, takeWaitMs: 50_000 }, { clock: own });
+    try {
+      const ep = await createEndpoint(q);
+      const w = protocolWorker(q, ep, 'w-rearm-wake');
+      const sub = await q.api('POST', `/v2/${ep}/run`, { input: {}, policy: { executionTimeout: 5_000 } });
+      const id = sub.json.id as string;
+      expect((await w.take()).json.id).toBe(id);
+      own.advance(5_001);
+      await vi.waitFor(async () =>
+        expect((await q.api('GET', `/v2/${ep}/status/${id}`)).json.status).toBe('TIMED_OUT'),
+      );
+      expect((await w.stops()).json).toEqual({ jobsToStop: [id] });
+      // Retried five seconds before the first order's wait ends (the retry's own wake-up comes then, and finds the
+      // job still held back); the worker's ping still lists the job, so the order is sent again, and made anew.
+      own.advance(RETAKE_AFTER_STOP_MS - 5_000);
+      expect((await q.api('POST', `/v2/${ep}/retry/${id}`)).json.status).toBe('IN_QUEUE');
+      expect((await w.ping([id])).status).toBe(200);
+      // One poll of 50 s: without a wake-up when the new order's wait ends it answers 204 at its end (no last look).
+      const taken = await w.take();
+      expect(taken.status).toBe(200);
+      expect(taken.json.id).toBe(id);
+    } finally {
+      await q.close();
+    }
+  }, 90_000);
 });
 
 describe('result retention', () => {
