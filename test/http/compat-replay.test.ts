@@ -242,6 +242,139 @@ describe('Go SDK request shapes', () => {
   });
 });
 
+// The Go SDK's loops, replayed as endpoint.go runs them. RunSync, StatusSync and Stream turn `Timeout` (seconds,
+// default 120) into: wait = 90000 ms and a 92 s http.Client timeout from 90 s up, else wait = Timeout × 1000 and a
+// Timeout + 2 s client timeout; the whole call has a context deadline of Timeout + 3 s. After the first call they
+// resend the same URL, with no pause, until the job is final (RunSync: or has an `error`) or the deadline passes. So
+// with `Timeout: 0` every call carries wait=0 for 3 s: each call must wait its 1000 ms minimum, or the loop spins.
+
+type GoResult = { result: Record<string, unknown>; error: string | null; calls: number; chunks: unknown[] };
+
+function goTimeouts(timeout: number | undefined): { wait: number; reqTimeoutS: number; ctxS: number } {
+  const s = timeout ?? 120;
+  return s >= 90 ? { wait: 90_000, reqTimeoutS: 92, ctxS: s + 3 } : { wait: s * 1000, reqTimeoutS: s + 2, ctxS: s + 3 };
+}
+
+/** getApiResponse() under the client timeout (and, inside the loops, the call's context): its error text, or the body. */
+async function goApi(
+  server: TestServer,
+  url: string,
+  reqTimeoutS: number,
+  ctx: AbortSignal | null,
+  body?: unknown,
+): Promise<{ json: Record<string, unknown> } | { error: string }> {
+  const signals = [AbortSignal.timeout(reqTimeoutS * 1000), ...(ctx ? [ctx] : [])];
+  let res: ApiResponse;
+  try {
+    res = await request(url, 'POST', undefined, {
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${server.key}` },
+      raw: body === undefined ? '' : JSON.stringify(body),
+      signal: AbortSignal.any(signals),
+    });
+  } catch (err) {
+    return { error: ctx?.aborted ? 'ctx timeout reached' : `sls request error: ${String(err)}` };
+  }
+  if (res.status !== 200) return { error: `response status ${res.status}` };
+  return { json: res.json as Record<string, unknown> };
+}
+
+/** Endpoint.RunSync: POST /runsync?wait=, then POST /status-sync/{id}?wait= until final or the deadline. */
+async function goRunSync(server: TestServer, endpointId: string, input: unknown, timeout?: number): Promise<GoResult> {
+  const { wait, reqTimeoutS, ctxS } = goTimeouts(timeout);
+  const ctx = AbortSignal.timeout(ctxS * 1000);
+  const base = `${server.url}/v2/${endpointId}`;
+  let calls = 1;
+  const first = await goApi(server, `${base}/runsync?wait=${wait}`, reqTimeoutS, null, { input });
+  if ('error' in first) return { result: {}, error: first.error, calls, chunks: [] };
+  const result = first.json;
+  const over = () => TERMINAL.includes(result['status'] as string) || result['error'] != null;
+  if (over()) return { result, error: null, calls, chunks: [] };
+  for (;;) {
+    if (ctx.aborted) return { result, error: 'timeout reached', calls, chunks: [] };
+    calls++;
+    const res = await goApi(server, `${base}/status-sync/${result['id'] as string}?wait=${wait}`, reqTimeoutS, ctx);
+    if ('error' in res) return { result, error: res.error, calls, chunks: [] };
+    Object.assign(result, res.json); // json.Unmarshal into the same struct
+    if (over()) return { result, error: null, calls, chunks: [] };
+  }
+}
+
+/** Endpoint.Stream: POST /stream/{id}?wait= until the status is final or the deadline; the chunks it passed on. */
+async function goStream(server: TestServer, endpointId: string, id: string, timeout?: number): Promise<GoResult> {
+  const { wait, reqTimeoutS, ctxS } = goTimeouts(timeout);
+  const ctx = AbortSignal.timeout(ctxS * 1000);
+  const chunks: unknown[] = [];
+  let calls = 0;
+  for (;;) {
+    if (ctx.aborted) return { result: {}, error: 'ctx timeout reached', calls, chunks };
+    calls++;
+    const res = await goApi(server, `${server.url}/v2/${endpointId}/stream/${id}?wait=${wait}`, reqTimeoutS, ctx);
+    if ('error' in res) return { result: {}, error: res.error, calls, chunks };
+    chunks.push(...(res.json['stream'] as unknown[]));
+    if (TERMINAL.includes(res.json['status'] as string)) return { result: res.json, error: null, calls, chunks };
+  }
+}
+
+describe('Go SDK loops with Timeout 0, under the default rate limits, against a slow worker', () => {
+  let g: TestServer;
+  let gep: string;
+  beforeAll(async () => {
+    g = await startTestServer({ takeWaitMs: 10_000, rateLimits: 'on' });
+    gep = await createEndpoint(g);
+  });
+  afterAll(async () => {
+    await g?.close();
+  });
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it('RunSync: a job done in ~2 s comes back COMPLETED from a few long polls, not a spin on status-sync?wait=0', async () => {
+    const w = protocolWorker(g, gep, `go-loop-w-${++seq}`);
+    const taking = w.take();
+    const running = goRunSync(g, gep, { prompt: 'slow' }, 0);
+    const id = (await taking).json.id as string;
+    await sleep(2000);
+    expect((await w.done(id, { output: 'slow done' })).status).toBe(200);
+    const go = await running;
+    expect(go.error).toBeNull();
+    expect(go.result).toMatchObject({ id, status: 'COMPLETED', output: 'slow done' });
+    // /runsync waits its second, then one status-sync is answered at completion (one more at most, on a slow box).
+    expect(go.calls).toBeLessThanOrEqual(3);
+  });
+
+  it('RunSync: a job still running at the 3 s deadline ends in the SDK own timeout, not a 429, and leaves the status budget', async () => {
+    const w = protocolWorker(g, gep, `go-loop-w-${++seq}`);
+    const taking = w.take();
+    const go = await goRunSync(g, gep, { prompt: 'slower' }, 0);
+    const id = (await taking).json.id as string;
+    expect(go.error).toMatch(/timeout reached/);
+    expect(go.result).toMatchObject({ id, status: 'IN_PROGRESS' });
+    // Every call waited at least its 1000 ms: about one a second over the 3 s.
+    expect(go.calls).toBeLessThanOrEqual(5);
+    // Status (the same user's reads of this endpoint share the status limit) still answers.
+    expect(await goApi(g, `${g.url}/v2/${gep}/status/${id}`, 3, null)).toMatchObject({ json: { id } });
+    expect((await w.done(id, { output: 'late' })).status).toBe(200);
+  });
+
+  it('Stream: chunks of a slow job come from a few long polls, not a spin on stream?wait=0', async () => {
+    const w = protocolWorker(g, gep, `go-loop-w-${++seq}`);
+    const run = await goApi(g, `${g.url}/v2/${gep}/run`, 3, null, { input: { stream: true } });
+    if ('error' in run) throw new Error(run.error);
+    const id = run.json['id'] as string;
+    expect((await w.take()).json.id).toBe(id);
+    const reading = goStream(g, gep, id, 0);
+    await sleep(700);
+    await w.stream(id, { output: 'a' });
+    await sleep(700);
+    await w.stream(id, { output: 'b' });
+    await w.done(id, { output: ['a', 'b'] }, true);
+    const go = await reading;
+    expect(go.error).toBeNull();
+    expect(go.chunks).toEqual([{ output: 'a' }, { output: 'b' }]);
+    expect(go.result['status']).toBe('COMPLETED');
+    expect(go.calls).toBeLessThanOrEqual(4);
+  });
+});
+
 // ---------------------------------------------------------------------------------------------------------------
 // Python client
 

@@ -9,7 +9,7 @@ import { bindLog } from '../plugins/observability.ts';
 import { nullMeansAbsent } from '../plugins/validation.ts';
 import { clientGone, rawBodyOf, sendJson, type AppDeps } from '../context.ts';
 import { withQueueReason } from './queue-reason.ts';
-import { EndpointParams, JobParams, RunsyncQuery, StatusQuery, SubmitBody, WaitQuery } from './schemas.ts';
+import { EndpointParams, JobParams, StatusQuery, SubmitBody, WaitQuery } from './schemas.ts';
 
 type EP = { endpointId: string };
 type JP = { endpointId: string; jobId: string };
@@ -44,6 +44,11 @@ function checkWebhook(
   const refused = refusal(parsed, webhookPublicOnly, true);
   if (refused !== null) throw bad(`webhook: ${refused.message}`);
   return { webhookPublicOnly };
+}
+
+/** A given `wait` under the 1000 ms minimum waits the minimum (schemas.ts WaitQuery says why); absent stays absent. */
+function floorWait(wait: number | undefined): number | undefined {
+  return wait === undefined ? undefined : Math.max(wait, POLICY.runsyncWaitMs.min);
 }
 
 /** The submission, with its input as the client wrote it (64-bit integers, `1.0`: domain/json.ts memberText). */
@@ -86,7 +91,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.post<{ Params: EP; Body: Submission; Querystring: { wait?: number } }>(
     '/v2/:endpointId/runsync',
-    { ...post, schema: { ...post.schema, querystring: RunsyncQuery }, bodyLimit: LIMITS.runsyncBodyBytes },
+    { ...post, schema: { ...post.schema, querystring: WaitQuery }, bodyLimit: LIMITS.runsyncBodyBytes },
     async (request, reply) => {
       const { endpoint, owner, principal } = await endpointFor(request, 'write');
       const scope = checkWebhook(request.body.webhook, owner, principal, privateTargets);
@@ -96,9 +101,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
       const final = await engine.waitForFinal(
         endpoint.id,
         job.id,
-        request.query.wait === undefined
-          ? POLICY.runsyncWaitMs.default
-          : Math.max(request.query.wait, POLICY.runsyncWaitMs.min),
+        floorWait(request.query.wait) ?? POLICY.runsyncWaitMs.default,
         clientGone(request, reply),
       );
       // The submit did not wait for its fsync (store.submitJob, mode sync): the id must be on disk before it leaves.
@@ -138,7 +141,12 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
     const job =
       request.method === 'HEAD'
         ? await engine.getJob(endpoint.id, request.params.jobId)
-        : await engine.statusSync(endpoint.id, request.params.jobId, request.query.wait, clientGone(request, reply));
+        : await engine.statusSync(
+            endpoint.id,
+            request.params.jobId,
+            floorWait(request.query.wait),
+            clientGone(request, reply),
+          );
     return sendStatus(reply, job);
   };
   const waitOpts = { schema: { params: JobParams, querystring: WaitQuery } };
@@ -155,7 +163,7 @@ export function registerQueueRoutes(app: FastifyInstance, deps: AppDeps): void {
       endpoint.id,
       request.params.jobId,
       consumerOf(principal),
-      request.query.wait,
+      floorWait(request.query.wait),
       clientGone(request, reply),
     );
     return sendJson(reply, streamBody(res.status, res.chunks));

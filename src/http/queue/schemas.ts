@@ -50,19 +50,20 @@ export const SubmitBody = Type.Object(
 );
 
 /**
- * A `wait` under the documented 1000 ms minimum waits 1000 ms rather than being refused: the Go SDK's RunSync with
- * `Timeout: 0` sends `wait=0` (with a 2 s client timeout, so the 90 s default would fail it), and runpod-sdk clamps its
- * own waits to the same 1000 ms floor.
+ * A `wait` (on /runsync, /status-sync and /stream) under the documented 1000 ms minimum waits 1000 ms rather than
+ * being refused or answered at once: the Go SDK's RunSync, StatusSync and Stream with `Timeout: 0` send `wait=0` on
+ * every call of a loop that resends at once until the job is final or 3 s have passed (with a 2 s client timeout, so
+ * the 90 s default would fail it). Answered at once, that loop spins: thousands of requests that spend the status or
+ * stream rate limit of the user's endpoint and end in a 429. runpod-sdk clamps its own waits to the same floor.
  */
-export const RunsyncQuery = Type.Object({
-  wait: Type.Optional(
-    Type.Integer({
-      minimum: 0,
-      maximum: POLICY.runsyncWaitMs.max,
-      description: `ms; under ${POLICY.runsyncWaitMs.min} waits ${POLICY.runsyncWaitMs.min}`,
-    }),
-  ),
-});
+const Wait = Type.Optional(
+  Type.Integer({
+    minimum: 0,
+    maximum: POLICY.runsyncWaitMs.max,
+    description: `ms; under ${POLICY.runsyncWaitMs.min} waits ${POLICY.runsyncWaitMs.min}`,
+  }),
+);
+export const WaitQuery = Type.Object({ wait: Wait });
 /**
  * `/status?ttl=` has no floor (interface §4.1 gives none; the 10 s minimum is policy.ttl's at submission): the hosted
  * service documents `?ttl=6000` as the way to have a fetched result removed sooner. A ttl the job has already
@@ -70,7 +71,4 @@ export const RunsyncQuery = Type.Object({
  */
 export const StatusQuery = Type.Object({
   ttl: Type.Optional(Type.Integer({ minimum: 0, maximum: POLICY.ttlMs.max })),
-});
-export const WaitQuery = Type.Object({
-  wait: Type.Optional(Type.Integer({ minimum: 0, maximum: POLICY.runsyncWaitMs.max })),
 });
