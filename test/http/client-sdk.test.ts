@@ -105,6 +105,19 @@ describe('queue operations against a worker process', () => {
     await idle.cancel(job.id);
   });
 
+  it('statusSync and stream with a wait under 1000 ms allow for the server waiting its 1000 ms minimum', async () => {
+    // Each request's timeout is the client's timeoutMs plus the wait asked for: a 0 taken as such would give up on
+    // the server's one-second wait after 500 ms.
+    const short = new WharfClient({ baseUrl: t.url, apiKey: t.key, timeoutMs: 500 }).endpoint(idle.endpointId);
+    const { id } = await idle.run({ n: 20 });
+    expect(await short.statusSync(id, { wait: 0 })).toMatchObject({ id, status: 'IN_QUEUE' });
+    const iterate = async () => {
+      for await (const _ of short.stream(id, { wait: 0, timeoutMs: 100 })) void _;
+    };
+    await expect(iterate()).rejects.toMatchObject({ code: 'CLIENT_TIMEOUT' });
+    await idle.cancel(id);
+  });
+
   it('run passes a full request through (policy, webhook) and status/statusSync report it', async () => {
     const sub = await ep.run({ input: { n: 3 }, policy: { ttl: 120_000, executionTimeout: 60_000 } });
     expect(sub.status).toBe('IN_QUEUE');

@@ -25,13 +25,14 @@ export interface RunSyncOptions extends CallOptions {
   wait?: number;
   /**
    * How long runSync keeps waiting in all, in ms (default 90000; `Infinity` waits for the final state). When it runs
-   * out, the last non-final status is returned (IN_QUEUE or IN_PROGRESS, with the job id), as /runsync does.
+   * out, the last non-final status is returned (IN_QUEUE or IN_PROGRESS, with the job id), as /runsync does. A
+   * last wait shorter than 1000 ms waits 1000 ms (the server's minimum), so the answer may come up to 1 s later.
    */
   timeoutMs?: number;
 }
 
 export interface StatusSyncOptions extends CallOptions {
-  /** How long the server may wait for the job to finish, in ms (default 90000, at most 300000). */
+  /** How long the server may wait for the job to finish, in ms (default 90000; 1000–300000, less waits 1000). */
   wait?: number;
 }
 
@@ -41,9 +42,12 @@ export interface StatusOptions extends CallOptions {
 }
 
 export interface StreamOptions extends CallOptions {
-  /** Give up after this many ms in all: the iteration throws a WharfApiError with code CLIENT_TIMEOUT. */
+  /**
+   * Give up after this many ms in all: the iteration throws a WharfApiError with code CLIENT_TIMEOUT (a last poll
+   * waits at least 1000 ms, the server's minimum, so up to 1 s later).
+   */
   timeoutMs?: number;
-  /** How long each poll may wait for new chunks on the server, in ms (default 10000). */
+  /** How long each poll may wait for new chunks on the server, in ms (default 10000; 1000–300000, less waits 1000). */
   wait?: number;
 }
 
@@ -139,7 +143,7 @@ export class EndpointClient {
 
   /** GET /status-sync/{id}?wait=: the status once the job is final, or when `wait` ms have passed. */
   statusSync<O = unknown>(id: string, opts: StatusSyncOptions = {}): Promise<JobStatus<O>> {
-    const wait = clampWait(opts.wait ?? DEFAULT_SYNC_WAIT_MS, 0);
+    const wait = clampWait(opts.wait ?? DEFAULT_SYNC_WAIT_MS, 1000);
     return this.http.request<JobStatus<O>>({
       method: 'GET',
       path: `${this.base}/status-sync/${seg(id)}`,
@@ -166,7 +170,7 @@ export class EndpointClient {
           message: `stream of job ${id} did not end within ${opts.timeoutMs} ms`,
         });
       }
-      const wait = clampWait(Math.min(pollWait, left), 0);
+      const wait = clampWait(Math.min(pollWait, left), 1000);
       const res = await this.http.request<{ status: JobStatusName; stream?: { output?: C }[] }>({
         method: 'GET',
         path: `${this.base}/stream/${seg(id)}`,
