@@ -851,7 +851,9 @@ describe('runpodctl calls', () => {
     expect(res.json.errors, res.text).toBeUndefined();
     const saved = res.json.data.saveEndpoint;
     goDecodes(saved, CTL_ENDPOINT);
-    expect(saved).toEqual({ ...read, modelReferences: [] });
+    // Go decoded the read's null locations as "", and sent that: a saved locations reads back as sent (the same
+    // to runpodctl's Go struct, where null and "" are both "").
+    expect(saved).toEqual({ ...read, locations: read.locations ?? '', modelReferences: [] });
     // --model-reference: Wharf has no model cache; the refusal names the field (docs/graphql.md).
     const models = await save(roundTrip(read, 'OFF', ['org/model:main']));
     expect(models.json.errors[0]).toMatchObject({

@@ -848,8 +848,13 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       const results = await Promise.allSettled([store.submitJob(j), store.submitJob(j), store.submitJob(newJob(ep))]);
       // The two submissions of one id race (on PostgreSQL over separate pooled connections): either may be the one
       // refused, but exactly one is, and the unrelated third is not.
-      expect(results.slice(0, 2).map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
-      expect(results[2]!.status).toBe('fulfilled');
+      expect(
+        results
+          .slice(0, 2)
+          .map((r) => r.status)
+          .sort(),
+      ).toEqual(['fulfilled', 'rejected']);
+      expect(results[2].status).toBe('fulfilled');
       expect((await store.jobCounts(ep)).inQueue).toBe(2);
     });
 
