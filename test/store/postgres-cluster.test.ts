@@ -107,6 +107,68 @@ describe.skipIf(unavailable !== null)('postgres specifics', () => {
     expect((await s.jobCounts(ep)).completed).toBe(40);
   });
 
+  it('a stop order made while a lease sweep holds its worker waits for no lock (no deadlock with the sweep)', async () => {
+    // addStop holds the worker's record FOR KEY SHARE after its caller locked the job (cancelJob, timeoutJobs,
+    // expireJobs: job, then worker), while expireWorkerLeases locks the worker, then its jobs. Had the sweep's lock on
+    // the worker been FOR UPDATE, the cancel would wait for the sweep, and the sweep for the cancel's job: a deadlock
+    // that PostgreSQL breaks only after deadlock_timeout, failing one of them (retried).
+    const schema = newSchema();
+    const s = store(schema);
+    await s.migrate();
+    await s.upsertWorker(worker('w1', ep));
+    const a = await s.submitJob(newJob(ep));
+    const b = await s.submitJob(newJob(ep, { createdAt: T0 + 1 }));
+    expect((await s.takeJobs(ep, 'w1', 2, T0 + 2)).map((j) => j.id).sort()).toEqual([a.id, b.id].sort());
+
+    const raw = new pg.Client({ connectionString: PG_URL });
+    await raw.connect();
+    const holder = new pg.Client({ connectionString: PG_URL });
+    await holder.connect();
+    // The backends that wait for a lock `pid` holds (exact whatever else runs on this server).
+    const waitingFor = async (pid: number): Promise<number[]> =>
+      (
+        await raw.query<{ pid: number }>(
+          'SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))',
+          [pid],
+        )
+      ).rows.map((r) => r.pid);
+    try {
+      // The sweep gets the worker, then waits for job a (held here) before it reaches job b.
+      const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      await holder.query('BEGIN');
+      await holder.query(`SELECT id FROM "${schema}".jobs WHERE id = $1 FOR UPDATE`, [a.id]);
+      const sweep = s.expireWorkerLeases(T0 + 1000, T0 + 2000, 5);
+      let sweepPid: number | undefined;
+      for (let i = 0; sweepPid === undefined; i++) {
+        if (i > 500) throw new Error('the lease sweep never waited for job a');
+        await sleep(10);
+        sweepPid = (await waitingFor(holderPid))[0];
+      }
+      const sweeper = sweepPid;
+      // Cancelling b locks b, then makes w1's stop order: it must not wait for the sweep's lock on w1.
+      const cancel = s.cancelJob(ep, b.id, T0 + 2000);
+      let settled = false;
+      const outcome = await Promise.race([
+        cancel.then((c) => c.outcome),
+        (async () => {
+          while (!settled && (await waitingFor(sweeper)).length === 0) await sleep(10);
+          return 'waits for the sweep';
+        })(),
+      ]);
+      settled = true;
+      await holder.query('ROLLBACK');
+      await cancel;
+      const swept = await sweep;
+      expect(outcome).toBe('cancelled');
+      // The sweep requeued a; b was cancelled meanwhile. w1 has an order for each.
+      expect(swept.requeued.map((j) => j.id)).toEqual([a.id]);
+      expect((await s.takeStops('w1', T0 + 2001)).sort()).toEqual([a.id, b.id].sort());
+    } finally {
+      await holder.end().catch(() => {});
+      await raw.end().catch(() => {});
+    }
+  });
+
   it('LISTEN/NOTIFY wakes waiters on another node, and again after its connection came back', async () => {
     const p = await proxy();
     const schema = newSchema();

@@ -219,12 +219,16 @@ export function sweepVerbs(db: Db): SweepVerbs {
         // Workers whose lease ran out and that still count as alive, or that were already marked lease-expired but
         // have since been handed a job (a take long poll that outlived the lease). The lock re-checks last_seen_at
         // against a ping that committed meanwhile on another node: a worker that just pinged keeps its lease. Not a
-        // managed worker still starting: it has no lease yet; the supervisor's init timeout is its limit.
+        // managed worker still starting: it has no lease yet; the supervisor's init timeout is its limit. FOR NO KEY
+        // UPDATE, not FOR UPDATE: a stop order (addStop) holds its worker FOR KEY SHARE after its caller locked the job
+        // (cancelJob, timeoutJobs, expireJobs), while this locks the worker and then its jobs; FOR UPDATE made them
+        // wait for each other (a deadlock, broken by PostgreSQL after deadlock_timeout). Pings, takeovers and
+        // deletions of the worker still wait for this lock, as it updates the row.
         const silent = await c.query<{ id: string }>(
           `SELECT id FROM workers w WHERE last_seen_at < $1 AND NOT (managed AND state = 'initializing')
              AND (state <> 'unhealthy'
                OR EXISTS (SELECT 1 FROM jobs j WHERE j.worker_id = w.id AND j.status = 'IN_PROGRESS'))
-           ORDER BY seq FOR UPDATE OF w SKIP LOCKED`,
+           ORDER BY seq FOR NO KEY UPDATE OF w SKIP LOCKED`,
           [silentSince],
         );
         const total: LeaseSweep = { workerIds: [], requeued: [], failed: [] };
