@@ -164,6 +164,19 @@ describe('GraphQL saveEndpoint: every sent field reads back unchanged', () => {
     expect((await readEndpoint(id))!).toMatchObject({ allowedCudaVersions: '' });
   });
 
+  it('locations "" (anywhere) still reads "" after a REST PATCH echoing GET\'s dataCenterIds (every one: the same)', async () => {
+    const input = { ...flashInput(), id, locations: '' };
+    expect(ok(await run(SAVE_ENDPOINT, { input }), 'saveEndpoint').locations).toBe('');
+    // REST shows "anywhere" as every data center; a client that saves back what it read stores them all.
+    const got = (await t.api('GET', `/v1/endpoints/${id}`)).json;
+    const res = await t.api('PATCH', `/v1/endpoints/${id}`, { dataCenterIds: got.dataCenterIds });
+    expect(res.status, res.text).toBe(200);
+    expect((await readEndpoint(id))!).toMatchObject({ locations: '' });
+    // A real change of the data centers still reads as derived from them (a whole country as its code).
+    await t.api('PATCH', `/v1/endpoints/${id}`, { dataCenterIds: ['EU-SE-1'] });
+    expect((await readEndpoint(id))!).toMatchObject({ locations: 'SE' });
+  });
+
   it('a CPU endpoint: instanceIds of one flavor in two sizes (flash CpuInstanceType) read back as sent', async () => {
     for (const instanceIds of [['cpu3c-2-4', 'cpu3c-4-8'], ['cpu5c-4-8', 'cpu3g-2-8'], ['cpu3g-4-16']]) {
       const input = { ...flashInput(), id, gpuIds: undefined, gpuCount: undefined, instanceIds };

@@ -1,4 +1,4 @@
-import { newEndpointId, type Endpoint } from '../../../domain/index.ts';
+import { allowsAnyDataCenter, newEndpointId, type Endpoint } from '../../../domain/index.ts';
 import { WharfError } from '../../../errors/index.ts';
 import { invalid, required, type GqlContext, type ResolverMap } from '../context.ts';
 import { cudaVersions, dataCentersToLocations, envToList, locationsToDataCenters } from '../convert.ts';
@@ -20,11 +20,16 @@ const sameList = (a: readonly string[], b: readonly string[]) => JSON.stringify(
 /**
  * `locations` as saveEndpoint last received it, while it still names the endpoint's data centers (a REST change of
  * dataCenterIds since makes it derived again); else derived: whole countries as their code, null when unrestricted.
+ * Unrestricted is one list however written: REST shows none (`""`) as every data center, and a client saving back
+ * what it read (PATCH with GET's dataCenterIds) stores them all, which is no change to what was sent.
  */
 function locationsOf(e: Endpoint): string | null {
   const text = e.gqlLocations;
-  if (text !== undefined && text !== null && sameList(locationsToDataCenters('locations', text), e.dataCenterIds)) {
-    return text;
+  if (text !== undefined && text !== null) {
+    const sent = locationsToDataCenters('locations', text);
+    if (sameList(sent, e.dataCenterIds) || (allowsAnyDataCenter(sent) && allowsAnyDataCenter(e.dataCenterIds))) {
+      return text;
+    }
   }
   return dataCentersToLocations(e.dataCenterIds);
 }
