@@ -236,6 +236,18 @@ describe('management CRUD', () => {
     expect(mine.workers).toEqual([]);
     expect((await wharf.endpoints.update(e.id, { idleTimeout: 30, name: 'renamed' })).idleTimeout).toBe(30);
     expect((await wharf.endpoints.get(e.id)).name).toBe('renamed');
+    // A CPU endpoint's flavors and vCPUs read back typed, as the REST answer carries them.
+    const cpu = await wharf.endpoints.create({
+      name: 'client-cpu',
+      templateId: tpl.id,
+      computeType: 'CPU',
+      cpuFlavorIds: ['cpu3g'],
+      vcpuCount: 4,
+      workersMax: 0,
+    });
+    const { cpuFlavorIds, vcpuCount } = await wharf.endpoints.get(cpu.id);
+    expect({ cpuFlavorIds, vcpuCount }).toEqual({ cpuFlavorIds: ['cpu3g'], vcpuCount: 4 });
+    await wharf.endpoints.delete(cpu.id);
     expect(await rejection(wharf.templates.delete(tpl.id))).toMatchObject({ status: 409, code: 'RESOURCE_IN_USE' });
     await expect(wharf.endpoints.delete(e.id)).resolves.toBeUndefined();
     expect(await rejection(wharf.endpoints.get(e.id))).toMatchObject({ code: 'ENDPOINT_NOT_FOUND' });

@@ -209,6 +209,10 @@ export interface Endpoint {
   env: Record<string, string>;
   executionTimeoutMs: number;
   flashboot: boolean;
+  /** A CPU endpoint's flavors (`cpu3c`, …); empty on a GPU endpoint. */
+  cpuFlavorIds: string[];
+  /** A CPU endpoint's vCPUs per worker, as set (not a limit the executor enforces). */
+  vcpuCount: number;
   gpuCount: number;
   gpuTypeIds: string[];
   /** The same choice as GraphQL's `gpuIds` string (`ADA_24,-NVIDIA GeForce RTX 4090`). */
