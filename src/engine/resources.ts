@@ -61,24 +61,26 @@ export class Resources {
 
   async createTemplate(userId: string, input: TemplateInput): Promise<Template> {
     refuseNul(input, TEMPLATE_START_FIELDS);
-    return this.store.exclusively(userId, async () => {
-      const t: Template = {
-        ...TEMPLATE_DEFAULTS,
-        ...stripUndefined(input),
-        name: input.name,
-        imageName: input.imageName,
-        id: newTemplateId(),
-        userId,
-        createdAt: Date.now(),
-      };
-      normaliseTemplate(t);
-      await this.checkRegistryAuth(userId, t.containerRegistryAuthId);
-      if ((await this.store.listTemplates(userId)).some((x) => x.name === t.name)) {
-        throw new WharfError('NAME_TAKEN', { resource: 'template', name: t.name });
-      }
-      await nameKept(() => this.store.createTemplate(t), 'template', t.name);
-      return t;
-    });
+    return this.store.exclusively(userId, () => this.createTemplateLocked(userId, input));
+  }
+
+  private async createTemplateLocked(userId: string, input: TemplateInput): Promise<Template> {
+    const t: Template = {
+      ...TEMPLATE_DEFAULTS,
+      ...stripUndefined(input),
+      name: input.name,
+      imageName: input.imageName,
+      id: newTemplateId(),
+      userId,
+      createdAt: Date.now(),
+    };
+    normaliseTemplate(t);
+    await this.checkRegistryAuth(userId, t.containerRegistryAuthId);
+    if ((await this.store.listTemplates(userId)).some((x) => x.name === t.name)) {
+      throw new WharfError('NAME_TAKEN', { resource: 'template', name: t.name });
+    }
+    await nameKept(() => this.store.createTemplate(t), 'template', t.name);
+    return t;
   }
 
   async getTemplate(userId: string, id: string): Promise<Template> {
@@ -95,29 +97,41 @@ export class Resources {
     refuseNul(patch, TEMPLATE_START_FIELDS);
     return this.store.exclusively(userId, async () => {
       const before = await this.getTemplate(userId, id);
-      const after: Template = { ...before, ...stripUndefined(patch) };
-      normaliseTemplate(after);
-      if (patch.containerRegistryAuthId !== undefined) {
-        await this.checkRegistryAuth(userId, after.containerRegistryAuthId);
-      }
-      if (after.name !== before.name && (await this.store.listTemplates(userId)).some((x) => x.name === after.name)) {
-        throw new WharfError('NAME_TAKEN', { resource: 'template', name: after.name });
-      }
-      const users = await this.store.endpointsUsingTemplate(userId, id);
-      if (after.imageName !== before.imageName && users.length > 0) await this.checkImage(userId, after.imageName);
+      const { after, users } = await this.templateAfter(userId, before, patch);
       await nameKept(() => this.store.updateTemplate(after), 'template', after.name);
-      // Workers are made from the template: such a change rolls every endpoint that uses it.
-      if (templateVersionChanged(before, after)) {
-        for (const endpointId of users) {
-          const e = await this.store.getEndpoint(userId, endpointId);
-          if (!e) continue;
-          const bumped = { ...e, version: e.version + 1 };
-          await this.store.updateEndpoint(bumped);
-          this.emit({ kind: 'updated', endpoint: bumped });
-        }
-      }
+      if (templateVersionChanged(before, after)) await this.bumpUsers(userId, users);
       return after;
     });
+  }
+
+  /** The template `patch` makes of `before`, checked (its registry auth, its name, its image), and its users. */
+  private async templateAfter(
+    userId: string,
+    before: Template,
+    patch: Partial<TemplateInput>,
+  ): Promise<{ after: Template; users: string[] }> {
+    const after: Template = { ...before, ...stripUndefined(patch) };
+    normaliseTemplate(after);
+    if (patch.containerRegistryAuthId !== undefined) {
+      await this.checkRegistryAuth(userId, after.containerRegistryAuthId);
+    }
+    if (after.name !== before.name && (await this.store.listTemplates(userId)).some((x) => x.name === after.name)) {
+      throw new WharfError('NAME_TAKEN', { resource: 'template', name: after.name });
+    }
+    const users = await this.store.endpointsUsingTemplate(userId, before.id);
+    if (after.imageName !== before.imageName && users.length > 0) await this.checkImage(userId, after.imageName);
+    return { after, users };
+  }
+
+  /** Workers are made from the template: a change to how rolls every endpoint that uses it (a version bump). */
+  private async bumpUsers(userId: string, endpointIds: readonly string[]): Promise<void> {
+    for (const endpointId of endpointIds) {
+      const e = await this.store.getEndpoint(userId, endpointId);
+      if (!e) continue;
+      const bumped = { ...e, version: e.version + 1 };
+      await this.store.updateEndpoint(bumped);
+      this.emit({ kind: 'updated', endpoint: bumped });
+    }
   }
 
   async deleteTemplate(userId: string, id: string): Promise<void> {
@@ -177,23 +191,90 @@ export class Resources {
     refuseNul(patch, ['env']);
     return this.store.exclusively(userId, async () => {
       const before = await this.getEndpoint(userId, id);
-      const after: Endpoint = { ...before, ...stripUndefined(patch) };
-      if (patch.gpuTypeIds !== undefined && patch.gpuIds === undefined) after.gpuIds = after.gpuTypeIds.join(',');
-      normalise(after);
-      if (after.templateId !== before.templateId) {
-        const template = await this.templateFor(userId, after.templateId);
-        await this.checkImage(userId, template.imageName);
-      }
-      checkRules(after);
-      if (patch.networkVolumeId !== undefined || patch.networkVolumeIds !== undefined) {
-        await this.checkVolumes(userId, after);
-      }
-      if (endpointVersionChanged(before, after)) after.version = before.version + 1;
-      await this.store.updateEndpoint(after);
-      this.emit({ kind: 'updated', endpoint: after });
-      if (after.templateId !== before.templateId) await this.releaseBoundTemplate(userId, before);
-      return after;
+      return this.writeEndpoint(userId, before, await this.endpointAfter(userId, before, patch));
     });
+  }
+
+  /**
+   * An update that carries the endpoint's template inline (GraphQL saveEndpoint's `template`, which has no id).
+   * The template bound to the endpoint (made by an earlier inline save) is replaced in place, as saveTemplate with
+   * its id replaces it: it keeps its id, and the endpoint's version is bumped once, only when the template's or the
+   * endpoint's worker-shaping fields change. flash re-sends the inline template of its config on a redeploy whose
+   * cached state has no templateId, under the same name; made anew each time, it was refused with NAME_TAKEN (its
+   * own bound template held the name), or under a new name rolled every worker for nothing. An endpoint whose
+   * template is not bound to it (a shared one, chosen by templateId) gets a new template bound to it, and the
+   * shared one is left as it is; a bound template that other endpoints were also set to use changes for them too.
+   */
+  async updateEndpointWithTemplate(
+    userId: string,
+    id: string,
+    patch: Omit<Partial<EndpointInput>, 'templateId'>,
+    template: TemplateInput,
+  ): Promise<Endpoint> {
+    refuseNul(patch, ['env']);
+    refuseNul(template, TEMPLATE_START_FIELDS);
+    return this.store.exclusively(userId, async () => {
+      const before = await this.getEndpoint(userId, id);
+      const current = await this.store.getTemplate(userId, before.templateId);
+      if (current?.boundEndpointId !== before.id) {
+        const made = await this.createTemplateLocked(userId, { ...template, boundEndpointId: before.id });
+        try {
+          return await this.writeEndpoint(
+            userId,
+            before,
+            await this.endpointAfter(userId, before, { ...patch, templateId: made.id }),
+          );
+        } catch (error) {
+          // The endpoint was refused (a bad volume, a rule): the template made for it goes too.
+          await this.store.deleteTemplate(userId, made.id).catch(() => {});
+          throw error;
+        }
+      }
+      const { after: replaced, users } = await this.templateAfter(userId, current, {
+        ...template,
+        boundEndpointId: before.id,
+      });
+      // Everything is checked before anything is written: a refused endpoint leaves its template as it was.
+      const after = await this.endpointAfter(userId, before, patch);
+      const rolled = templateVersionChanged(current, replaced);
+      await nameKept(() => this.store.updateTemplate(replaced), 'template', replaced.name);
+      if (rolled)
+        await this.bumpUsers(
+          userId,
+          users.filter((x) => x !== before.id),
+        );
+      return this.writeEndpoint(userId, before, after, rolled);
+    });
+  }
+
+  /** The endpoint `patch` makes of `before`, checked (its template, its rules, its volumes); version not yet set. */
+  private async endpointAfter(userId: string, before: Endpoint, patch: Partial<EndpointInput>): Promise<Endpoint> {
+    const after: Endpoint = { ...before, ...stripUndefined(patch) };
+    if (patch.gpuTypeIds !== undefined && patch.gpuIds === undefined) after.gpuIds = after.gpuTypeIds.join(',');
+    normalise(after);
+    if (after.templateId !== before.templateId) {
+      const template = await this.templateFor(userId, after.templateId);
+      await this.checkImage(userId, template.imageName);
+    }
+    checkRules(after);
+    if (patch.networkVolumeId !== undefined || patch.networkVolumeIds !== undefined) {
+      await this.checkVolumes(userId, after);
+    }
+    return after;
+  }
+
+  /** Writes the change, with one version bump when it (or, `templateRolled`, its template's change) rolls workers. */
+  private async writeEndpoint(
+    userId: string,
+    before: Endpoint,
+    after: Endpoint,
+    templateRolled = false,
+  ): Promise<Endpoint> {
+    if (templateRolled || endpointVersionChanged(before, after)) after.version = before.version + 1;
+    await this.store.updateEndpoint(after);
+    this.emit({ kind: 'updated', endpoint: after });
+    if (after.templateId !== before.templateId) await this.releaseBoundTemplate(userId, before);
+    return after;
   }
 
   async deleteEndpoint(userId: string, id: string): Promise<void> {

@@ -273,16 +273,21 @@ describe('saveEndpoint fields and modify semantics', () => {
       (await t.api('GET', `/v1/templates${q}`)).json.map((x: { id: string }) => x.id) as string[];
     expect(await ids('')).not.toContain(ep.templateId);
     expect(await ids('?includeEndpointBoundTemplates=true')).toContain(ep.templateId);
-    // Moved to another inline template: the first goes.
+    // Saved again with another inline template: the bound one is replaced in place (round-trip.test.ts).
     const tpl2 = tpl.replace('bound-tpl', 'bound-tpl-2');
-    const moved = ok(
-      await run(
-        `mutation { saveEndpoint(input: {id: "${ep.id}", name: "bound", workersMax: 0, ${tpl2}}) { id templateId } }`,
-      ),
-      'saveEndpoint',
-    );
-    expect(moved.templateId).not.toBe(ep.templateId);
+    const save = async (input: string) =>
+      ok(
+        await run(
+          `mutation { saveEndpoint(input: {id: "${ep.id}", name: "bound", workersMax: 0, ${input}}) { templateId } }`,
+        ),
+        'saveEndpoint',
+      ).templateId as string;
+    expect(await save(tpl2)).toBe(ep.templateId);
+    // Moved to a shared template: the bound one goes; a later inline template is a new one, bound to it.
+    expect(await save(`templateId: "${templateId}"`)).toBe(templateId);
     expect((await t.api('GET', `/v1/templates/${ep.templateId}`)).status).toBe(404);
+    const moved = { templateId: await save(tpl2) };
+    expect([ep.templateId, templateId]).not.toContain(moved.templateId);
     expect(ok(await run(`mutation { deleteEndpoint(id: "${ep.id}") }`), 'deleteEndpoint')).toBeNull();
     expect((await t.api('GET', `/v1/templates/${moved.templateId}`)).status).toBe(404);
 

@@ -403,3 +403,119 @@ describe('REST /v1/templates: every sent field reads back unchanged', () => {
     expect((await t.api('GET', `/v1/templates/${id}`)).json).toMatchObject(sent);
   });
 });
+
+describe('GraphQL saveEndpoint with an inline template: an update replaces the bound template in place', () => {
+  // flash's _do_deploy sends the template of its config inline (PodTemplate named after the config's resource_id,
+  // with no id: EndpointTemplateInput has none), and its update sends it again, under the same name, whenever its
+  // cached state has no templateId. RunPod keeps one template per endpoint; made anew each time, it was refused
+  // (NAME_TAKEN, against the endpoint's own template) or rolled every worker.
+  const inline = (over: Record<string, unknown> = {}) => ({
+    name: 'rt-inline-tpl',
+    imageName: 'img:inline-1',
+    containerDiskInGb: 20,
+    dockerArgs: '',
+    env: [{ key: 'A', value: '1' }],
+    config: {},
+    ...over,
+  });
+  const endpoint = (over: Record<string, unknown> = {}) => ({
+    name: 'rt-inline',
+    gpuIds: 'ADA_24',
+    workersMax: 0,
+    template: inline(),
+    ...over,
+  });
+  const fields = `id templateId version template { id name imageName boundEndpointId }`;
+  const SAVE = `mutation saveEndpoint($input: EndpointInput!) { saveEndpoint(input: $input) { ${fields} } }`;
+  const save = (input: Record<string, unknown>) => run(SAVE, { input });
+  const named = async (name: string) =>
+    (ok(await run(MY_TEMPLATES), 'myself').podTemplates as { id: string; name: string }[]).filter((x) =>
+      x.name.startsWith(name),
+    );
+  let id: string;
+  let tplId: string;
+  let version: number;
+
+  it('the same inline template again: same templateId, same version, no other template', async () => {
+    const created = ok(await save(endpoint()), 'saveEndpoint');
+    id = created.id;
+    tplId = created.templateId;
+    version = created.version;
+    expect(created.template).toMatchObject({ id: tplId, name: 'rt-inline-tpl', boundEndpointId: id });
+    const again = ok(await save(endpoint({ id })), 'saveEndpoint');
+    expect(again).toMatchObject({ templateId: tplId, version });
+    expect((await readEndpoint(id))!).toMatchObject({ templateId: tplId, version });
+    expect((await named('rt-inline-tpl')).map((x) => x.id)).toEqual([tplId]);
+  });
+
+  it('a changed image: same templateId, version + 1, read back changed', async () => {
+    const saved = ok(await save(endpoint({ id, template: inline({ imageName: 'img:inline-2' }) })), 'saveEndpoint');
+    expect(saved).toMatchObject({ templateId: tplId, version: version + 1 });
+    expect(saved.template).toMatchObject({ id: tplId, imageName: 'img:inline-2', boundEndpointId: id });
+    expect(await readTemplate(tplId)).toMatchObject({ imageName: 'img:inline-2' });
+    version += 1;
+  });
+
+  it('a changed template and a changed endpoint together roll the workers once', async () => {
+    const input = endpoint({ id, gpuIds: 'AMPERE_80', template: inline({ imageName: 'img:inline-3' }) });
+    const saved = ok(await save(input), 'saveEndpoint');
+    expect(saved).toMatchObject({ templateId: tplId, version: version + 1 });
+    version += 1;
+  });
+
+  it('a replace: fields left out return to their defaults, without rolling when none shapes workers', async () => {
+    const saved = ok(
+      await save(endpoint({ id, gpuIds: 'AMPERE_80', template: inline({ imageName: 'img:inline-3', config: null }) })),
+      'saveEndpoint',
+    );
+    expect(saved).toMatchObject({ templateId: tplId, version });
+    expect(await readTemplate(tplId)).toMatchObject({ config: null, imageName: 'img:inline-3' });
+  });
+
+  it("names: a new one renames the endpoint's template; another template's is NAME_TAKEN and nothing changes", async () => {
+    const renamed = ok(
+      await save(
+        endpoint({ id, gpuIds: 'AMPERE_80', template: inline({ name: 'rt-inline-tpl-b', imageName: 'img:inline-3' }) }),
+      ),
+      'saveEndpoint',
+    );
+    expect(renamed).toMatchObject({ templateId: tplId, version, template: { name: 'rt-inline-tpl-b' } });
+    expect((await named('rt-inline-tpl')).map((x) => x.id)).toEqual([tplId]);
+
+    const taken = await save(
+      endpoint({ id, gpuIds: 'AMPERE_80', template: inline({ name: 'rt-tpl-a', imageName: 'img:other' }) }),
+    );
+    expect(taken.json.data.saveEndpoint, taken.text).toBeNull();
+    expect(taken.json.errors[0]).toMatchObject({ extensions: { code: 'NAME_TAKEN' } });
+    expect(await readTemplate(tplId)).toMatchObject({ name: 'rt-inline-tpl-b', imageName: 'img:inline-3' });
+    expect((await readEndpoint(id))!).toMatchObject({ templateId: tplId, version });
+  });
+
+  it('a refused endpoint leaves its template as it was', async () => {
+    const refused = await save(
+      endpoint({ id, networkVolumeId: 'nosuchvol0', template: inline({ imageName: 'img:refused' }) }),
+    );
+    expect(refused.json.errors?.[0], refused.text).toMatchObject({ extensions: { code: 'VALIDATION_FAILED' } });
+    expect(await readTemplate(tplId)).toMatchObject({ imageName: 'img:inline-3' });
+    expect((await readEndpoint(id))!).toMatchObject({ templateId: tplId, version });
+  });
+
+  it('an endpoint on a shared template gets a new one bound to it, the shared one untouched; then in place', async () => {
+    const shared = await readTemplate(templateId);
+    const ep = ok(
+      await save({ name: 'rt-inline-shared', gpuIds: 'ADA_24', workersMax: 0, templateId }),
+      'saveEndpoint',
+    );
+    const input = endpoint({ id: ep.id, name: 'rt-inline-shared', template: inline({ name: 'rt-inline-own' }) });
+    const moved = ok(await save(input), 'saveEndpoint');
+    expect(moved.templateId).not.toBe(templateId);
+    expect(moved).toMatchObject({
+      version: ep.version + 1,
+      template: { name: 'rt-inline-own', boundEndpointId: ep.id },
+    });
+    expect(await readTemplate(templateId)).toEqual(shared);
+    const again = ok(await save(input), 'saveEndpoint');
+    expect(again).toMatchObject({ templateId: moved.templateId, version: moved.version });
+    expect((await named('rt-inline-own')).map((x) => x.id)).toEqual([moved.templateId]);
+  });
+});

@@ -5,7 +5,7 @@ import { cudaVersions, dataCentersToLocations, envToList, locationsToDataCenters
 import { endpointFields, type GqlEndpointInput } from '../endpoint-input.ts';
 import { podTemplateView } from '../template-input.ts';
 import { podsOfEndpoint } from './pods.ts';
-import { createInlineTemplate } from './templates.ts';
+import { inlineTemplateInput } from './templates.ts';
 
 async function volumeOf(ctx: GqlContext, id: string) {
   try {
@@ -58,7 +58,10 @@ async function saveEndpoint(input: GqlEndpointInput, ctx: GqlContext): Promise<E
   let inline: string | undefined;
   if (input.template) {
     if (templateId) throw invalid('template', 'cannot be given together with templateId');
-    inline = templateId = (await createInlineTemplate(ctx, input.template, endpointId)).id;
+    const template = inlineTemplateInput(input.template);
+    // An update replaces the template bound to the endpoint in place (or binds a new one to it): see there.
+    if (input.id) return resources.updateEndpointWithTemplate(userId, input.id, fields, template);
+    inline = templateId = (await resources.createTemplate(userId, { ...template, boundEndpointId: endpointId })).id;
   }
   try {
     if (input.id)

@@ -1,22 +1,14 @@
-import type { Template } from '../../../domain/index.ts';
+import type { Template, TemplateInput } from '../../../domain/index.ts';
 import { WharfError } from '../../../errors/index.ts';
 import { invalid, required, type GqlContext, type ResolverMap } from '../context.ts';
 import type { GqlEndpointTemplateInput } from '../endpoint-input.ts';
 import { podTemplateView, templateFields, type GqlTemplateInput } from '../template-input.ts';
 
-/** `saveEndpoint(input: {template: {...}})`: a serverless template made for the endpoint. */
-export async function createInlineTemplate(
-  ctx: GqlContext,
-  t: GqlEndpointTemplateInput,
-  endpointId: string,
-): Promise<Template> {
+/** `saveEndpoint(input: {template: {...}})`: the serverless template made for (or replaced in) the endpoint. */
+export function inlineTemplateInput(t: GqlEndpointTemplateInput): TemplateInput {
   const fields = templateFields({ ...t, volumeInGb: 0, isServerless: true });
   if (!fields.imageName) throw invalid('template.imageName', 'is required');
-  return ctx.deps.resources.createTemplate(ctx.user.id, {
-    ...fields,
-    imageName: fields.imageName,
-    boundEndpointId: endpointId,
-  });
+  return { ...fields, imageName: fields.imageName };
 }
 
 async function saveTemplate(input: GqlTemplateInput, ctx: GqlContext): Promise<Template> {
