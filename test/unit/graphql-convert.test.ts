@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { DATA_CENTER_IDS } from '../../src/domain/index.ts';
+import {
+  DATA_CENTER_IDS,
+  ENDPOINT_DEFAULTS,
+  TEMPLATE_DEFAULTS,
+  type Endpoint,
+  type Template,
+} from '../../src/domain/index.ts';
 import {
   commandToDockerArgs,
   countryOf,
@@ -10,7 +16,9 @@ import {
   portsFromString,
   splitArgs,
 } from '../../src/http/graphql/convert.ts';
+import { allowedCudaVersionsOf, locationsOf } from '../../src/http/graphql/resolvers/endpoints.ts';
 import { buildWharfSchema } from '../../src/http/graphql/schema.ts';
+import { dockerArgsOf } from '../../src/http/graphql/template-input.ts';
 
 describe('dockerArgs ↔ argv', () => {
   it('splits like a shell for words and quotes', () => {
@@ -86,5 +94,46 @@ describe('schema', () => {
   it('builds with every resolver attached to a field of the SDL', () => {
     const schema = buildWharfSchema();
     expect(schema.getMutationType()?.getFields()['saveEndpoint']?.resolve).toBeTypeOf('function');
+  });
+});
+
+describe('client text kept as sent reads back derived once it no longer parses', () => {
+  // gqlLocations, gqlAllowedCudaVersions and a template's dockerArgs are parsed again on every read; a text a later
+  // release no longer accepts (a data center or CUDA version dropped, a stricter parser) must not fail the read of
+  // the endpoint or template (myself { endpoints }, podTemplates) for good.
+  const endpoint = (over: Partial<Endpoint>): Endpoint => ({
+    ...ENDPOINT_DEFAULTS,
+    dataCenterIds: ['EU-RO-1'],
+    allowedCudaVersions: ['12.4'],
+    id: 'epstaletext001',
+    userId: 'u1',
+    templateId: 't1',
+    version: 1,
+    createdAt: 0,
+    ...over,
+  });
+
+  it('locations and allowedCudaVersions', () => {
+    const e = endpoint({ gqlLocations: 'EU-XX-9,EU-RO-1', gqlAllowedCudaVersions: '10.2,12.4' });
+    expect(locationsOf(e)).toBe(dataCentersToLocations(['EU-RO-1']));
+    expect(allowedCudaVersionsOf(e)).toBe('12.4');
+    // Still valid: read back as sent.
+    const sent = endpoint({ gqlLocations: 'eu-ro-1', gqlAllowedCudaVersions: '12.4' });
+    expect([locationsOf(sent), allowedCudaVersionsOf(sent)]).toEqual(['eu-ro-1', '12.4']);
+  });
+
+  it('dockerArgs', () => {
+    const t: Template = {
+      ...TEMPLATE_DEFAULTS,
+      id: 't1',
+      userId: 'u1',
+      name: 'x',
+      imageName: 'img:1',
+      createdAt: 0,
+      dockerStartCmd: ['python', '-u', 'h.py'],
+      dockerArgs: `python -u 'h.py`,
+    };
+    expect(dockerArgsOf(t)).toBe('python -u h.py');
+    expect(dockerArgsOf({ ...t, dockerArgs: `python  -u 'h.py'` })).toBe(`python  -u 'h.py'`);
   });
 });

@@ -80,12 +80,18 @@ const sameArgs = (a: readonly string[], b: readonly string[]) => JSON.stringify(
 /**
  * `dockerArgs` as last saved while it still gives the template's command (a REST change of dockerStartCmd or
  * dockerEntrypoint since makes it rebuilt); a command line, which leaves the entrypoint as it is, only while the
- * template has none, so that a client saving back what it read keeps it.
+ * template has none, so that a client saving back what it read keeps it. A kept text that no longer parses is rebuilt.
  */
 export function dockerArgsOf(t: Template): string {
   if (t.dockerArgs !== undefined) {
-    const command = dockerArgsToCommand('dockerArgs', t.dockerArgs);
+    let command: ReturnType<typeof dockerArgsToCommand> | undefined;
+    try {
+      command = dockerArgsToCommand('dockerArgs', t.dockerArgs);
+    } catch {
+      // Kept text a later parser refuses: rebuilt from the argv, rather than failing every read of the template.
+    }
     if (
+      command &&
       sameArgs(command.dockerStartCmd, t.dockerStartCmd) &&
       sameArgs(command.dockerEntrypoint ?? [], t.dockerEntrypoint)
     ) {

@@ -18,31 +18,46 @@ async function volumeOf(ctx: GqlContext, id: string) {
 const sameList = (a: readonly string[], b: readonly string[]) => JSON.stringify(a) === JSON.stringify(b);
 
 /**
+ * A kept client text parsed again, or undefined when it no longer parses: a data center or CUDA version a later
+ * release dropped reads the derived value then, rather than failing every read of the endpoint.
+ */
+function reparsed<T>(parse: () => T): T | undefined {
+  try {
+    return parse();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * `locations` as saveEndpoint last received it, while it still names the endpoint's data centers (a REST change of
  * dataCenterIds since makes it derived again); else derived: whole countries as their code, null when unrestricted.
  * Unrestricted is one list however written: REST shows none (`""`) as every data center, and a client saving back
  * what it read (PATCH with GET's dataCenterIds) stores them all, which is no change to what was sent.
  */
-function locationsOf(e: Endpoint): string | null {
+export function locationsOf(e: Endpoint): string | null {
   const text = e.gqlLocations;
   if (text !== undefined && text !== null) {
-    const sent = locationsToDataCenters('locations', text);
-    if (sameList(sent, e.dataCenterIds) || (allowsAnyDataCenter(sent) && allowsAnyDataCenter(e.dataCenterIds))) {
+    const sent = reparsed(() => locationsToDataCenters('locations', text));
+    if (
+      sent &&
+      (sameList(sent, e.dataCenterIds) || (allowsAnyDataCenter(sent) && allowsAnyDataCenter(e.dataCenterIds)))
+    ) {
       return text;
     }
   }
   return dataCentersToLocations(e.dataCenterIds);
 }
 
-/** `allowedCudaVersions` likewise: as last received while it names the same versions, else joined (null = any). */
-function allowedCudaVersionsOf(e: Endpoint): string | null {
+/**
+ * `allowedCudaVersions` likewise: as last received while it names the same versions (and still parses), else joined
+ * (null = any).
+ */
+export function allowedCudaVersionsOf(e: Endpoint): string | null {
   const text = e.gqlAllowedCudaVersions;
-  if (
-    text !== undefined &&
-    text !== null &&
-    sameList(cudaVersions('allowedCudaVersions', text), e.allowedCudaVersions)
-  ) {
-    return text;
+  if (text !== undefined && text !== null) {
+    const sent = reparsed(() => cudaVersions('allowedCudaVersions', text));
+    if (sent && sameList(sent, e.allowedCudaVersions)) return text;
   }
   return e.allowedCudaVersions.length > 0 ? e.allowedCudaVersions.join(',') : null;
 }
