@@ -86,14 +86,21 @@ export function Notice({ children }: { children: ReactNode }) {
 export function ConfirmButton({
   label,
   confirmLabel,
+  what,
   onConfirm,
   disabled,
 }: {
   label: string;
   confirmLabel?: string;
+  /**
+   * What it acts on (a row's name), added to both buttons for screen readers only: a table's rows otherwise offer
+   * a list of buttons all called "Delete", as an Edit button would be without its row's name.
+   */
+  what?: string;
   onConfirm: () => void | Promise<void>;
   disabled?: boolean;
 }) {
+  const suffix = what ? <span className="visually-hidden"> {what}</span> : null;
   const [asking, setAsking] = useState(false);
   const confirmRef = useRef<HTMLButtonElement>(null);
   useEffect(() => {
@@ -103,6 +110,7 @@ export function ConfirmButton({
     return (
       <button type="button" className="button-danger button-small" disabled={disabled} onClick={() => setAsking(true)}>
         {label}
+        {suffix}
       </button>
     );
   }
@@ -118,6 +126,7 @@ export function ConfirmButton({
         }}
       >
         {confirmLabel ?? `Yes, ${label.toLowerCase()}`}
+        {suffix}
       </button>
       <button type="button" className="button-small" onClick={() => setAsking(false)}>
         Cancel

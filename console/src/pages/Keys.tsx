@@ -132,7 +132,9 @@ export function KeysPage() {
           { header: 'Created', cell: (k) => dateTime(k.createdAt) },
           { header: 'State', cell: (k) => (k.revokedAt ? <Badge value="revoked" /> : <Badge value="active" />) },
         ]}
-        actions={(k) => (k.revokedAt ? null : <ConfirmButton label="Revoke" onConfirm={() => revoke.run(k)} />)}
+        actions={(k) =>
+          k.revokedAt ? null : <ConfirmButton label="Revoke" what={k.name} onConfirm={() => revoke.run(k)} />
+        }
       />
       <form className="form card" onSubmit={submit} noValidate aria-labelledby="new-key-title">
         <h2 id="new-key-title">New key</h2>

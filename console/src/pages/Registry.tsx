@@ -63,7 +63,7 @@ export function RegistryPage() {
           { header: 'Id', className: 'mono small', cell: (a) => a.id },
           { header: 'Password', className: 'muted', cell: () => 'stored, hidden' },
         ]}
-        actions={(a) => <ConfirmButton label="Delete" onConfirm={() => remove.run(a)} />}
+        actions={(a) => <ConfirmButton label="Delete" what={a.name} onConfirm={() => remove.run(a)} />}
       />
       <form className="form card" onSubmit={submit} noValidate aria-labelledby="new-auth-title" autoComplete="off">
         <h2 id="new-auth-title">Add credentials</h2>

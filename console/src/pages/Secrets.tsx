@@ -64,7 +64,7 @@ export function SecretsPage() {
           { header: 'Description', cell: (s) => s.description },
           { header: 'Value', className: 'muted', cell: () => 'stored, hidden' },
         ]}
-        actions={(s) => <ConfirmButton label="Delete" onConfirm={() => remove.run(s)} />}
+        actions={(s) => <ConfirmButton label="Delete" what={s.name} onConfirm={() => remove.run(s)} />}
       />
       <form className="form card" onSubmit={submit} noValidate aria-labelledby="new-secret-title" autoComplete="off">
         <h2 id="new-secret-title">Add a secret</h2>

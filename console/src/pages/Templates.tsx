@@ -224,7 +224,7 @@ export function TemplatesPage() {
             <button type="button" className="button-small" onClick={() => setEditing(t)}>
               Edit<span className="visually-hidden"> {t.name}</span>
             </button>
-            <ConfirmButton label="Delete" onConfirm={() => remove.run(t)} />
+            <ConfirmButton label="Delete" what={t.name} onConfirm={() => remove.run(t)} />
           </>
         )}
       />

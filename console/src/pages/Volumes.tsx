@@ -120,7 +120,7 @@ export function VolumesPage() {
             <button type="button" className="button-small" onClick={() => setEditing(v)}>
               Edit<span className="visually-hidden"> {v.name}</span>
             </button>
-            <ConfirmButton label="Delete" onConfirm={() => remove.run(v)} />
+            <ConfirmButton label="Delete" what={v.name} onConfirm={() => remove.run(v)} />
           </>
         )}
       />

