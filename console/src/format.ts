@@ -94,13 +94,19 @@ export function jobStats(jobs: readonly JobSummary[], now: number, pageFull: boo
   };
 }
 
-/** `KEY=value` lines ⇄ an env object. Returns an error message for a bad line. */
+/**
+ * `KEY=value` lines ⇄ an env object. Returns an error message for a bad line. The value is everything after the
+ * first `=`, spaces and tabs included: trimming the line changed a value that ends in spaces (formatEnv writes it
+ * as it is) whenever the form was saved for another field.
+ */
 export function parseEnv(text: string): { env: Record<string, string> } | { error: string } {
   const env: Record<string, string> = {};
   const lines = text.split('\n');
   for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.trim();
-    if (line === '' || line.startsWith('#')) continue;
+    // Only a Windows line end is dropped (text pasted with \r\n).
+    const line = lines[i]!.replace(/\r$/, '');
+    const trimmed = line.trim();
+    if (trimmed === '' || trimmed.startsWith('#')) continue;
     const eq = line.indexOf('=');
     const name = eq > 0 ? line.slice(0, eq).trim() : '';
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {

@@ -114,4 +114,33 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
     }
     expect(consoleErrors).toEqual([]);
   });
+  it('keeps env values as they are (spaces at the end too) when a form saves something else', async () => {
+    // Spaces are part of a value (a separator, a padded token); the form used to trim each NAME=value line, so any
+    // save of the endpoint sent its env back without them, changed it and rolled its workers.
+    const env = { PAD: 'x  ', LEAD: ' y', TAB: 'z\t' };
+    const id = await fleet.endpoint({ env, workersMax: 1 }, { name: 'padded-env', env });
+    await go(`/endpoints/${id}/settings`);
+    const form = page.getByRole('form', { name: 'Save settings' });
+    await form.waitFor();
+    await form.getByLabel('Maximum workers').fill('2');
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('status').filter({ hasText: 'Settings saved.' }).waitFor();
+    const endpoint = (await fleet.api('GET', `/v1/endpoints/${id}`)).json as { env: unknown; workersMax: number };
+    expect(endpoint.workersMax).toBe(2);
+    expect(endpoint.env).toEqual(env);
+
+    const templateId = (endpoint as unknown as { templateId: string }).templateId;
+    await go('/templates');
+    await page.getByRole('button', { name: 'Edit padded-env', exact: true }).click();
+    const tform = page.getByRole('form', { name: 'Edit padded-env' });
+    await tform.getByLabel('Container disk (GB)').fill('20');
+    await tform.getByRole('button', { name: 'Save template' }).click();
+    await page.getByRole('status').filter({ hasText: 'Template padded-env saved.' }).waitFor();
+    const template = (await fleet.api('GET', `/v1/templates/${templateId}`)).json as {
+      env: unknown;
+      containerDiskInGb: number;
+    };
+    expect(template.containerDiskInGb).toBe(20);
+    expect(template.env).toEqual(env);
+  });
 });
