@@ -143,4 +143,17 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
     expect(template.containerDiskInGb).toBe(20);
     expect(template.env).toEqual(env);
   });
+  it("shows a CPU endpoint's vCPU count in its settings", async () => {
+    const id = await fleet.endpoint({ vcpuCount: 4 });
+    await go(`/endpoints/${id}/settings`);
+    const form = page.getByRole('form', { name: 'Save settings' });
+    await form.waitFor();
+    expect(await form.getByLabel('vCPUs per worker').inputValue()).toBe('4');
+    // Shown, and so not sent again by a save of another field.
+    await form.getByLabel('Idle timeout (s)').fill('7');
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('status').filter({ hasText: 'Settings saved.' }).waitFor();
+    const endpoint = (await fleet.api('GET', `/v1/endpoints/${id}`)).json as { vcpuCount: number; idleTimeout: number };
+    expect(endpoint).toMatchObject({ vcpuCount: 4, idleTimeout: 7 });
+  });
 });

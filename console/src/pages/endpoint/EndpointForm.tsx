@@ -43,8 +43,9 @@ function initial(e: EndpointView | undefined, templates: readonly TemplateView[]
     cudaVersions: e?.allowedCudaVersions ?? [],
     minCudaVersion: e?.minCudaVersion ?? '',
     cpuFlavorId: CPU_FLAVOR_IDS[0],
-    // The endpoint view does not show vcpuCount: when editing, empty keeps the current value.
-    vcpuCount: e ? '' : String(d.vcpuCount),
+    // The endpoint's own count (the REST view carries it since 534d919). Empty, as a server without it answers,
+    // keeps the current value.
+    vcpuCount: e ? (typeof e.vcpuCount === 'number' ? String(e.vcpuCount) : '') : String(d.vcpuCount),
     workersMin: String(e?.workersMin ?? d.workersMin),
     workersMax: String(e?.workersMax ?? d.workersMax),
     idleTimeout: String(e?.idleTimeout ?? d.idleTimeout),
