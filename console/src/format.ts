@@ -95,6 +95,29 @@ export function jobStats(jobs: readonly JobSummary[], now: number, pageFull: boo
 }
 
 /**
+ * A job's error as a person reads it. The SDK workers report `{error_type, error_message, error_traceback, …}` as a
+ * JSON string (RunPod's shape); shown as it came, that was one line of JSON with the traceback's line ends as `\n`.
+ * Anything else is shown as it is.
+ */
+export function jobError(error: unknown): { message: string; traceback: string | null } {
+  let value = error;
+  if (typeof error === 'string') {
+    try {
+      value = JSON.parse(error) as unknown;
+    } catch {
+      return { message: error, traceback: null };
+    }
+  }
+  if (typeof value === 'object' && value !== null && 'error_message' in value) {
+    const v = value as { error_message: unknown; error_traceback?: unknown };
+    const message = typeof v.error_message === 'string' ? v.error_message : json(v.error_message);
+    const traceback = typeof v.error_traceback === 'string' && v.error_traceback !== '' ? v.error_traceback : null;
+    return { message, traceback };
+  }
+  return { message: typeof error === 'string' ? error : json(error), traceback: null };
+}
+
+/**
  * `KEY=value` lines ⇄ an env object. Returns an error message for a bad line. The value is everything after the
  * first `=`, spaces and tabs included: trimming the line changed a value that ends in spaces (formatEnv writes it
  * as it is) whenever the form was saved for another field.

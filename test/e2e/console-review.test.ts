@@ -156,4 +156,28 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
     const endpoint = (await fleet.api('GET', `/v1/endpoints/${id}`)).json as { vcpuCount: number; idleTimeout: number };
     expect(endpoint).toMatchObject({ vcpuCount: 4, idleTimeout: 7 });
   });
+  it("shows a failed job's error message, and its traceback line by line, in the run panel and the job view", async () => {
+    const id = await fleet.endpoint();
+    await go(`/endpoints/${id}/run`);
+    await page.getByLabel('Input (JSON)').fill('{"fail": "boom <b>bold</b>"}');
+    await page.getByRole('button', { name: 'Run' }).click();
+    const run = page.locator('.run-result');
+    await run.getByText(/^failed$/i).waitFor({ timeout: 30_000 });
+    // The handler's message as text (not the JSON the worker reported, nor HTML), then its traceback as lines.
+    expect(await run.locator('.output-error').innerText()).toBe('boom <b>bold</b>');
+    await run.getByText('Traceback').click();
+    const runTrace = await run.getByTestId('traceback').innerText();
+    expect(runTrace.split('\n')[0]).toBe('Error: boom <b>bold</b>');
+    expect(runTrace).toMatch(/\n\s+at handler/);
+
+    await go(`/endpoints/${id}/jobs`);
+    const row = page.locator('tr', { hasText: /failed/i }).first();
+    await row.locator('button.link').click();
+    const detail = page.locator('.job-detail');
+    await detail.getByText(/^failed$/i).waitFor();
+    expect(await detail.locator('.output-error').innerText()).toBe('boom <b>bold</b>');
+    await detail.getByText('Traceback').click();
+    expect(await detail.getByTestId('traceback').innerText()).toBe(runTrace);
+    expect(consoleErrors).toEqual([]);
+  }, 60_000);
 });

@@ -1,5 +1,6 @@
 import { Component, useEffect, useId, useRef, useState, type ErrorInfo, type ReactNode } from 'react';
 import { codeOf, isUnauthorized, messageOf } from '../api.ts';
+import { jobError } from '../format.ts';
 import { useSessionState } from '../session.tsx';
 
 /** A failure as the server described it (message and code), announced to screen readers. */
@@ -271,6 +272,24 @@ export class ErrorBoundary extends Component<{ children: ReactNode; resetKey?: s
     }
     return this.props.children;
   }
+}
+
+/** A failed job's error: its message, and the traceback (when the worker sent one) folded below it. */
+export function JobError({ error }: { error: unknown }) {
+  const { message, traceback } = jobError(error);
+  return (
+    <>
+      <pre className="output output-error">{message}</pre>
+      {traceback ? (
+        <details className="traceback">
+          <summary>Traceback</summary>
+          <pre className="output" data-testid="traceback">
+            {traceback}
+          </pre>
+        </details>
+      ) : null}
+    </>
+  );
 }
 
 export function Stat({ label, value, hint }: { label: string; value: ReactNode; hint?: string }) {

@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { DataTable } from '../../components/table.tsx';
-import { Badge, Empty, ErrorBanner, Loading, Notice } from '../../components/ui.tsx';
-import { dateTime, json, ms } from '../../format.ts';
+import { Badge, Empty, ErrorBanner, JobError, Loading, Notice } from '../../components/ui.tsx';
+import { dateTime, jobError, json, ms } from '../../format.ts';
 import { useAction, usePoll } from '../../hooks.ts';
 import { useClient } from '../../session.tsx';
 import { isFinalStatus, type JobSummary } from '../../types.ts';
@@ -11,21 +11,6 @@ function rowAction(j: JobSummary): 'cancel' | 'retry' | null {
   if (j.status === 'IN_QUEUE' || j.status === 'IN_PROGRESS') return 'cancel';
   if (j.status === 'FAILED' || j.status === 'TIMED_OUT') return 'retry';
   return null;
-}
-
-function errorText(error: unknown): string {
-  if (error === null || error === undefined) return '';
-  if (typeof error === 'string') {
-    try {
-      const parsed = JSON.parse(error) as { error_message?: string };
-      if (parsed && typeof parsed.error_message === 'string') return parsed.error_message;
-    } catch {
-      // not JSON: shown as it is
-    }
-    return error;
-  }
-  if (typeof error === 'object' && 'error_message' in error) return String(error.error_message);
-  return json(error);
 }
 
 /** One job's full status (output, error, queue reason), refreshed until it is final. */
@@ -70,7 +55,7 @@ function JobDetail({ endpointId, jobId, onClose }: { endpointId: string; jobId: 
           {job.error !== undefined && job.error !== null ? (
             <>
               <h4>Error</h4>
-              <pre className="output output-error">{errorText(job.error)}</pre>
+              <JobError error={job.error} />
             </>
           ) : null}
           {!isFinalStatus(job.status) ? <p className="muted small">Updating until the job finishes…</p> : null}
@@ -130,7 +115,7 @@ export function Jobs({
                 >
                   {j.id}
                 </button>
-                {j.error ? <div className="field-error small">{errorText(j.error)}</div> : null}
+                {j.error ? <div className="field-error small">{jobError(j.error).message}</div> : null}
               </>
             ),
           },

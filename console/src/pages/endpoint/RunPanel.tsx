@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
-import { Badge, ErrorBanner, Field } from '../../components/ui.tsx';
+import { Badge, ErrorBanner, Field, JobError } from '../../components/ui.tsx';
 import { json, ms } from '../../format.ts';
 import { useClient } from '../../session.tsx';
 import { isFinalStatus, type JobStatusView } from '../../types.ts';
@@ -220,11 +220,7 @@ export function RunPanel({ endpointId, onSubmitted }: { endpointId: string; onSu
                   {json(status.output)}
                 </pre>
               ) : null}
-              {status.error !== undefined && status.error !== null ? (
-                <pre className="output output-error">
-                  {typeof status.error === 'string' ? status.error : json(status.error)}
-                </pre>
-              ) : null}
+              {status.error !== undefined && status.error !== null ? <JobError error={status.error} /> : null}
             </>
           ) : null}
         </div>
