@@ -9,6 +9,7 @@ import { SecretsPage } from './pages/Secrets.tsx';
 import { SignIn } from './pages/SignIn.tsx';
 import { TemplatesPage } from './pages/Templates.tsx';
 import { VolumesPage } from './pages/Volumes.tsx';
+import { useTitle } from './hooks.ts';
 import { Link, match, navigate, usePath } from './router.tsx';
 import { SessionProvider, useSessionState } from './session.tsx';
 
@@ -23,6 +24,8 @@ const NAV = [
 ];
 
 function NotFound() {
+  // Without it the tab and a screen reader went on naming the page navigated from.
+  useTitle('Page not found');
   return (
     <>
       <h1>Page not found</h1>

@@ -180,4 +180,15 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
     expect(await detail.getByTestId('traceback').innerText()).toBe(runTrace);
     expect(consoleErrors).toEqual([]);
   }, 60_000);
+  it('titles the page-not-found page as such, also when reached by a link from another page', async () => {
+    await go('/keys');
+    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+    // A client-side navigation (a stale bookmark in the app's history, a mistyped link) to no console page.
+    await page.evaluate(() => {
+      window.history.pushState(null, '', '/console/no-such-page');
+      window.dispatchEvent(new PopStateEvent('popstate'));
+    });
+    await page.getByRole('heading', { name: 'Page not found', level: 1 }).waitFor();
+    expect(await page.title()).toBe('Page not found · Wharf console');
+  });
 });
