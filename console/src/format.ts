@@ -145,3 +145,16 @@ export function formatEnv(env: Record<string, string> | undefined): string {
     .map(([k, v]) => `${k}=${v}`)
     .join('\n');
 }
+
+/**
+ * The env a form's box means: what it was loaded with while its text is untouched, else the text parsed. A value of
+ * several lines (a PEM certificate, which the API and the CLI take) is shown over several lines that do not read
+ * back as NAME=value; parsing the untouched box refused them, so no other field of the form could be saved.
+ */
+export function envOf(
+  text: string,
+  loaded: Record<string, string> | undefined,
+): { env: Record<string, string> } | { error: string } {
+  if (loaded && text === formatEnv(loaded)) return { env: loaded };
+  return parseEnv(text);
+}

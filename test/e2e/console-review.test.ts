@@ -191,4 +191,36 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
     await page.getByRole('heading', { name: 'Page not found', level: 1 }).waitFor();
     expect(await page.title()).toBe('Page not found · Wharf console');
   });
+  it('saves other settings of an endpoint or template whose env has a value of several lines', async () => {
+    // The API and the CLI take any string (a PEM certificate, a JSON document); the env box shows it over several
+    // lines, which its NAME=value check then refused: no other field could be saved.
+    const env = { CERT: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----', PLAIN: 'x' };
+    const id = await fleet.endpoint({ env }, { name: 'multiline-env', env });
+    await go(`/endpoints/${id}/settings`);
+    const form = page.getByRole('form', { name: 'Save settings' });
+    await form.waitFor();
+    await form.getByLabel('Maximum workers').fill('3');
+    await form.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('status').filter({ hasText: 'Settings saved.' }).waitFor();
+    const endpoint = (await fleet.api('GET', `/v1/endpoints/${id}`)).json as {
+      env: unknown;
+      workersMax: number;
+      templateId: string;
+    };
+    expect(endpoint.workersMax).toBe(3);
+    expect(endpoint.env).toEqual(env);
+
+    await go('/templates');
+    await page.getByRole('button', { name: 'Edit multiline-env', exact: true }).click();
+    const tform = page.getByRole('form', { name: 'Edit multiline-env' });
+    await tform.getByLabel('Container disk (GB)').fill('30');
+    await tform.getByRole('button', { name: 'Save template' }).click();
+    await page.getByRole('status').filter({ hasText: 'Template multiline-env saved.' }).waitFor();
+    const template = (await fleet.api('GET', `/v1/templates/${endpoint.templateId}`)).json as {
+      env: unknown;
+      containerDiskInGb: number;
+    };
+    expect(template.containerDiskInGb).toBe(30);
+    expect(template.env).toEqual(env);
+  });
 });

@@ -1,7 +1,7 @@
 import { useRef, useState, type FormEvent } from 'react';
 import { DataTable } from '../components/table.tsx';
 import { ConfirmButton, ErrorBanner, Field, Loading, Notice } from '../components/ui.tsx';
-import { formatEnv, parseEnv } from '../format.ts';
+import { envOf, formatEnv } from '../format.ts';
 import { useAction, usePoll, useTitle } from '../hooks.ts';
 import { useClient } from '../session.tsx';
 import type { RegistryAuthView, TemplateView } from '../types.ts';
@@ -58,7 +58,7 @@ function TemplateForm({
     const found: Partial<Record<keyof Values, string>> = {};
     if (v.name.trim() === '') found.name = 'Enter a name.';
     if (v.imageName.trim() === '') found.imageName = 'Enter an image (or file://<dir> for the process executor).';
-    const env = parseEnv(v.env);
+    const env = envOf(v.env, template?.env);
     if ('error' in env) found.env = env.error;
     if (!/^\d+$/.test(v.containerDiskInGb.trim()) || Number(v.containerDiskInGb) > 10_000) {
       found.containerDiskInGb = 'Container disk must be a whole number of GB, 0–10000.';

@@ -2,7 +2,7 @@ import { useRef, useState, type FormEvent } from 'react';
 import { CPU_FLAVOR_IDS, CUDA_VERSIONS, GPU_TYPE_IDS } from '../../../../src/domain/enums.ts';
 import { ENDPOINT_DEFAULTS } from '../../../../src/domain/resources.ts';
 import { Checklist, ErrorBanner, Field } from '../../components/ui.tsx';
-import { formatEnv, parseEnv } from '../../format.ts';
+import { envOf, formatEnv } from '../../format.ts';
 import type { EndpointView, TemplateView, VolumeView } from '../../types.ts';
 
 /** The form's values, as typed (strings for numbers, so that a half-typed value is not lost). */
@@ -93,7 +93,11 @@ function millis(text: string, maxS: number, what: string): { value?: number; err
   return { value };
 }
 
-function validate(v: Values, creating: boolean): { errors: Errors; body: Record<string, unknown> } {
+function validate(
+  v: Values,
+  creating: boolean,
+  loadedEnv: Record<string, string> | undefined,
+): { errors: Errors; body: Record<string, unknown> } {
   const errors: Errors = {};
   const body: Record<string, unknown> = {};
   const num = (key: keyof Values, text: string, min: number, max: number, what: string, field = key as string) => {
@@ -136,7 +140,7 @@ function validate(v: Values, creating: boolean): { errors: Errors; body: Record<
   // in networkVolumeId, as the CLI sends it, several in networkVolumeIds; the server reads "" as no volume.
   body['networkVolumeId'] = v.volumeIds.length === 1 ? v.volumeIds[0] : '';
   body['networkVolumeIds'] = v.volumeIds.length > 1 ? v.volumeIds : [];
-  const env = parseEnv(v.env);
+  const env = envOf(v.env, loadedEnv);
   if ('error' in env) errors.env = env.error;
   else body['env'] = env.env;
   return { errors, body };
@@ -211,7 +215,7 @@ export function EndpointForm({
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    const { errors: found, body } = validate(values, creating);
+    const { errors: found, body } = validate(values, creating, endpoint?.env);
     setErrors(found);
     if (Object.keys(found).length > 0) {
       // Take the keyboard to the first field that needs fixing.
