@@ -31,8 +31,15 @@ export function ago(iso: string, now = Date.now()): string {
   return `${Math.floor(s / 86_400)} d ago`;
 }
 
+/**
+ * USD: cents, and under a cent two significant digits (a worker that ran a few seconds costs some hundred-thousandths
+ * of a dollar; four fixed decimals showed it as $0.0000, as if free), at most 8 decimals.
+ */
 export function money(amount: number): string {
-  return `$${amount.toFixed(amount !== 0 && Math.abs(amount) < 0.01 ? 4 : 2)}`;
+  const size = Math.abs(amount);
+  if (amount === 0 || size >= 0.01) return `$${amount.toFixed(2)}`;
+  const decimals = Math.min(8, Math.max(4, 1 - Math.floor(Math.log10(size))));
+  return `$${amount.toFixed(decimals)}`;
 }
 
 export function json(value: unknown): string {

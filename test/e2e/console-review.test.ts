@@ -223,4 +223,33 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
     expect(template.containerDiskInGb).toBe(30);
     expect(template.env).toEqual(env);
   });
+  it('shows a worker cost of a fraction of a cent as what it is, not as $0.0000', async () => {
+    // A worker that starts, runs one job and stops after its 1 s idle timeout costs a few hundred-thousandths of a
+    // dollar on a CPU flavor: money() rounded that to 4 decimals, and the table read as if it were free.
+    const id = await fleet.endpoint({ name: 'tiny-bill', idleTimeout: 1 });
+    await fleet.waitJob(id, await fleet.run(id, { hello: 1 }));
+    const startTime = new Date(Date.now() - 3600_000).toISOString();
+    const billed = async () => {
+      const res = await fleet.api(
+        'GET',
+        `/v1/billing/endpoints?bucketSize=hour&grouping=endpointId&startTime=${startTime}`,
+      );
+      const records = res.json as { endpointId?: string; amount: number }[];
+      return records.filter((r) => r.endpointId === id).reduce((a, r) => a + r.amount, 0);
+    };
+    // The worker stops and its time is billed.
+    await expect.poll(async () => (await fleet.workers(id)).length, { timeout: 20_000 }).toBe(0);
+    await expect.poll(billed, { timeout: 20_000 }).toBeGreaterThan(0);
+    const total = await billed();
+    await go('/billing');
+    const cell = page
+      .getByRole('row', { name: /tiny-bill/ })
+      .getByRole('cell')
+      .last();
+    await cell.waitFor();
+    const shown = await cell.innerText();
+    expect(shown).toMatch(/^\$0\.0*[1-9]\d{0,2}$/);
+    // Two significant digits of the same amount.
+    expect(Math.abs(Number(shown.slice(1)) - total) / total).toBeLessThan(0.05);
+  }, 60_000);
 });
