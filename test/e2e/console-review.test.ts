@@ -252,4 +252,12 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
     // Two significant digits of the same amount.
     expect(Math.abs(Number(shown.slice(1)) - total) / total).toBeLessThan(0.05);
   }, 60_000);
+  it('names the endpoint table, as the other pages name theirs', async () => {
+    await fleet.endpoint({ name: 'named-table' });
+    await go('/endpoints');
+    await page
+      .getByRole('table', { name: 'Endpoints', exact: true })
+      .getByRole('link', { name: 'named-table' })
+      .waitFor();
+  });
 });

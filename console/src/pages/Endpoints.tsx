@@ -68,7 +68,7 @@ export function EndpointsPage() {
   return (
     <>
       <div className="page-head">
-        <h1>Endpoints</h1>
+        <h1 id="endpoints-title">Endpoints</h1>
         <Link to="/endpoints/new" className="button button-primary">
           New endpoint
         </Link>
@@ -82,7 +82,8 @@ export function EndpointsPage() {
       ) : null}
       {poll.data && poll.data.length > 0 ? (
         <div className="table-wrap">
-          <table className="table responsive" aria-describedby="endpoints-note">
+          {/* Named by the page's heading, as DataTable names the other pages' tables. */}
+          <table className="table responsive" aria-labelledby="endpoints-title" aria-describedby="endpoints-note">
             <thead>
               <tr>
                 <th scope="col">Endpoint</th>
