@@ -260,4 +260,24 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
       .getByRole('link', { name: 'named-table' })
       .waitFor();
   });
+  it("ties a volume edit's empty name error to the name field, not to the size", async () => {
+    expect(
+      (await fleet.api('POST', '/v1/networkvolumes', { name: 'rename-me', size: 5, dataCenterId: DATA_CENTER_IDS[0] }))
+        .status,
+    ).toBeLessThan(300);
+    await go('/volumes');
+    await page.getByRole('button', { name: 'Edit rename-me', exact: true }).click();
+    const form = page.getByRole('form', { name: 'Edit volume rename-me' });
+    await form.getByLabel('Name').fill('');
+    await form.getByRole('button', { name: 'Save volume' }).click();
+    const name = form.getByLabel('Name');
+    await expect.poll(() => name.getAttribute('aria-invalid')).toBe('true');
+    expect(await form.getByLabel('Size (GB)').getAttribute('aria-invalid')).toBeNull();
+    const describedBy = (await name.getAttribute('aria-describedby')) ?? '';
+    const said = await page.evaluate(
+      (ids) => ids.map((id) => document.getElementById(id)?.textContent ?? '').join(' '),
+      describedBy.split(' ').filter(Boolean),
+    );
+    expect(said).toContain('Enter a name.');
+  });
 });

@@ -20,7 +20,8 @@ function EditVolume({ volume, onDone }: { volume: VolumeView; onDone: (message: 
   const client = useClient();
   const [name, setName] = useState(volume.name);
   const [size, setSize] = useState(String(volume.size));
-  const [error, setError] = useState<string | null>(null);
+  // Each error on its own field (an empty name was shown, and marked invalid, on the size field).
+  const [errors, setErrors] = useState<{ name?: string; size?: string }>({});
   const save = useAction(async () => {
     const patch: { name?: string; size?: number } = {};
     if (name.trim() !== volume.name) patch.name = name.trim();
@@ -30,18 +31,22 @@ function EditVolume({ volume, onDone }: { volume: VolumeView; onDone: (message: 
   });
   const submit = (e: FormEvent) => {
     e.preventDefault();
-    const problem = name.trim() === '' ? 'Enter a name.' : sizeError(size, volume.size);
-    setError(problem);
-    if (!problem) void save.run();
+    const sizeProblem = sizeError(size, volume.size);
+    const found = {
+      ...(name.trim() === '' ? { name: 'Enter a name.' } : {}),
+      ...(sizeProblem ? { size: sizeProblem } : {}),
+    };
+    setErrors(found);
+    if (Object.keys(found).length === 0) void save.run();
   };
   return (
     <form className="form card" onSubmit={submit} noValidate aria-label={`Edit volume ${volume.name}`}>
       <h2>Edit {volume.name}</h2>
       <div className="form-grid">
-        <Field label="Name">
+        <Field label="Name" error={errors.name}>
           {(p) => <input {...p} name="name" value={name} onChange={(e) => setName(e.target.value)} />}
         </Field>
-        <Field label="Size (GB)" hint={`Can only grow (now ${volume.size} GB).`} error={error}>
+        <Field label="Size (GB)" hint={`Can only grow (now ${volume.size} GB).`} error={errors.size}>
           {(p) => (
             <input {...p} name="size" inputMode="numeric" value={size} onChange={(e) => setSize(e.target.value)} />
           )}
