@@ -280,4 +280,34 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
     );
     expect(said).toContain('Enter a name.');
   });
+  it('moves focus to the first bad field of every form that fails its check', async () => {
+    for (const [path, submit] of [
+      ['/volumes', 'Create volume'],
+      ['/registry', 'Store credentials'],
+      ['/secrets', 'Store secret'],
+      ['/keys', 'Create key'],
+    ] as const) {
+      await go(path);
+      await page.getByRole('button', { name: submit }).click();
+      await expect
+        .poll(() => page.evaluate(() => `${document.activeElement?.getAttribute('name')}`), { timeout: 2000 })
+        .toBe('name');
+    }
+    // The sign-in form, in a tab of its own (not signed in).
+    const other = await context.newPage();
+    await other.goto(`${fleet.url}/console/`);
+    await other.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => other.evaluate(() => `${document.activeElement?.getAttribute('name')}`)).toBe('apiKey');
+    await other.close();
+
+    await go('/volumes');
+    await page
+      .getByRole('button', { name: /^Edit / })
+      .first()
+      .click();
+    const form = page.getByRole('form', { name: /^Edit volume/ });
+    await form.getByLabel('Size (GB)').fill('1');
+    await form.getByRole('button', { name: 'Save volume' }).click();
+    await expect.poll(() => page.evaluate(() => `${document.activeElement?.getAttribute('name')}`)).toBe('size');
+  });
 });

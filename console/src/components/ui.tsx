@@ -208,6 +208,14 @@ export function Field({
 }
 
 /**
+ * After a form's own check failed: focus its first field marked invalid, once React has rendered the errors of
+ * this submit (docs/console.md: a form that fails the check moves focus to the first bad field).
+ */
+export function focusFirstInvalid(form: HTMLFormElement): void {
+  requestAnimationFrame(() => form.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus());
+}
+
+/**
  * A write-only secret (a registry password, a secret's value): typed hidden, never offered by the browser's
  * autocomplete, and never shown again once stored. The page clears it as soon as it is sent.
  */

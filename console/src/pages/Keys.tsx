@@ -1,6 +1,15 @@
 import { useRef, useState, type FormEvent } from 'react';
 import { DataTable } from '../components/table.tsx';
-import { Badge, Checklist, ConfirmButton, ErrorBanner, Field, Loading, Notice } from '../components/ui.tsx';
+import {
+  Badge,
+  Checklist,
+  ConfirmButton,
+  ErrorBanner,
+  Field,
+  focusFirstInvalid,
+  Loading,
+  Notice,
+} from '../components/ui.tsx';
 import { dateTime } from '../format.ts';
 import { useAction, usePoll, useTitle } from '../hooks.ts';
 import { useClient, useSession } from '../session.tsx';
@@ -98,6 +107,7 @@ export function KeysPage() {
     };
     setErrors(found);
     if (Object.keys(found).length === 0) void create.run();
+    else focusFirstInvalid(e.currentTarget as HTMLFormElement);
   };
   const names = new Map((poll.data?.endpoints ?? []).map((e) => [e.id, e.name || e.id]));
   return (

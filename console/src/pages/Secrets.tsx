@@ -1,6 +1,14 @@
 import { useState, type FormEvent } from 'react';
 import { DataTable } from '../components/table.tsx';
-import { ConfirmButton, ErrorBanner, Field, Loading, Notice, WriteOnlyField } from '../components/ui.tsx';
+import {
+  ConfirmButton,
+  ErrorBanner,
+  Field,
+  focusFirstInvalid,
+  Loading,
+  Notice,
+  WriteOnlyField,
+} from '../components/ui.tsx';
 import { useAction, usePoll, useTitle } from '../hooks.ts';
 import { useClient } from '../session.tsx';
 import type { SecretView } from '../types.ts';
@@ -38,7 +46,10 @@ export function SecretsPage() {
       ...(value === '' ? { value: 'Enter the value.' } : {}),
     };
     setErrors(found);
-    if (Object.keys(found).length > 0) return;
+    if (Object.keys(found).length > 0) {
+      focusFirstInvalid(e.currentTarget as HTMLFormElement);
+      return;
+    }
     const body = { name: name.trim(), value, description: description.trim() };
     // The value leaves the page's state at once, whatever the answer.
     setValue('');

@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { createClient } from '../api.ts';
-import { ErrorBanner, Field } from '../components/ui.tsx';
+import { ErrorBanner, Field, focusFirstInvalid } from '../components/ui.tsx';
 import { useAction, useTitle } from '../hooks.ts';
 import { useSessionState } from '../session.tsx';
 
@@ -20,6 +20,7 @@ export function SignIn() {
     const trimmed = key.trim();
     setEmpty(trimmed === '');
     if (trimmed !== '') void check.run(trimmed);
+    else focusFirstInvalid(event.currentTarget as HTMLFormElement);
   };
   return (
     <main id="main" className="signin">

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { DATA_CENTER_IDS } from '../../../src/domain/resources.ts';
 import { DataTable } from '../components/table.tsx';
-import { ConfirmButton, ErrorBanner, Field, Loading, Notice } from '../components/ui.tsx';
+import { ConfirmButton, ErrorBanner, Field, focusFirstInvalid, Loading, Notice } from '../components/ui.tsx';
 import { useAction, usePoll, useTitle } from '../hooks.ts';
 import { useClient } from '../session.tsx';
 import type { VolumeView } from '../types.ts';
@@ -38,6 +38,7 @@ function EditVolume({ volume, onDone }: { volume: VolumeView; onDone: (message: 
     };
     setErrors(found);
     if (Object.keys(found).length === 0) void save.run();
+    else focusFirstInvalid(e.currentTarget as HTMLFormElement);
   };
   return (
     <form className="form card" onSubmit={submit} noValidate aria-label={`Edit volume ${volume.name}`}>
@@ -94,6 +95,7 @@ export function VolumesPage() {
     };
     setErrors(found);
     if (Object.keys(found).length === 0) void create.run();
+    else focusFirstInvalid(e.currentTarget as HTMLFormElement);
   };
   return (
     <>
