@@ -310,4 +310,26 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
     await form.getByRole('button', { name: 'Save volume' }).click();
     await expect.poll(() => page.evaluate(() => `${document.activeElement?.getAttribute('name')}`)).toBe('size');
   });
+  it("keeps a template's start command as it is when the form saves something else", async () => {
+    // Arguments are passed as they are: one with spaces at its ends, or an empty one, is a different command.
+    const dockerStartCmd = ['node', 'worker.ts', ' --sep= ', ''];
+    const tpl = await fleet.api('POST', '/v1/templates', {
+      name: 'args-as-given',
+      imageName: `file://${ROOT}/examples/echo-ts`,
+      dockerStartCmd,
+    });
+    expect(tpl.status).toBeLessThan(300);
+    await go('/templates');
+    await page.getByRole('button', { name: 'Edit args-as-given', exact: true }).click();
+    const form = page.getByRole('form', { name: 'Edit args-as-given' });
+    await form.getByLabel('Container disk (GB)').fill('25');
+    await form.getByRole('button', { name: 'Save template' }).click();
+    await page.getByRole('status').filter({ hasText: 'Template args-as-given saved.' }).waitFor();
+    const template = (await fleet.api('GET', `/v1/templates/${(tpl.json as { id: string }).id}`)).json as {
+      dockerStartCmd: string[];
+      containerDiskInGb: number;
+    };
+    expect(template.containerDiskInGb).toBe(25);
+    expect(template.dockerStartCmd).toEqual(dockerStartCmd);
+  });
 });

@@ -71,10 +71,15 @@ function TemplateForm({
     const body: Record<string, unknown> = {
       name: v.name.trim(),
       imageName: v.imageName.trim(),
-      dockerStartCmd: v.startCmd
-        .split('\n')
-        .map((s) => s.trim())
-        .filter(Boolean),
+      // Untouched, the command goes back as it was loaded: the lines are trimmed and blank ones dropped, which
+      // changed an argument with spaces at its ends or an empty one (and rolled the workers) on any other save.
+      dockerStartCmd:
+        template && v.startCmd === template.dockerStartCmd.join('\n')
+          ? template.dockerStartCmd
+          : v.startCmd
+              .split('\n')
+              .map((s) => s.trim())
+              .filter(Boolean),
       env: env.env,
       containerDiskInGb: Number(v.containerDiskInGb),
     };
