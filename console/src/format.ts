@@ -1,12 +1,21 @@
 // Formatting and small computations shared by the pages.
 import { isFinalStatus, type JobSummary } from './types.ts';
 
+/**
+ * A duration: ms, then s, then min and s below an hour, h and min below a day, then d and h (a long job read
+ * "125 min 3 s", a day "1440 min 0 s"). Each step rounds the whole value to its smaller unit first, so a rounded-up
+ * second or minute carries ("1 min 0 s", not "60.0 s" or "1 min 60 s").
+ */
 export function ms(value: number | null | undefined): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return '—';
   if (value < 1000) return `${Math.round(value)} ms`;
-  if (value < 60_000) return `${(value / 1000).toFixed(value < 10_000 ? 2 : 1)} s`;
-  const m = Math.floor(value / 60_000);
-  return `${m} min ${Math.round((value % 60_000) / 1000)} s`;
+  if (value < 59_950) return `${(value / 1000).toFixed(value < 10_000 ? 2 : 1)} s`;
+  const s = Math.round(value / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  const m = Math.round(value / 60_000);
+  if (m < 1440) return `${Math.floor(m / 60)} h ${m % 60} min`;
+  const h = Math.round(value / 3_600_000);
+  return `${Math.floor(h / 24)} d ${h % 24} h`;
 }
 
 export function dateTime(iso: string | null | undefined): string {
