@@ -332,4 +332,15 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
     expect(template.containerDiskInGb).toBe(25);
     expect(template.dockerStartCmd).toEqual(dockerStartCmd);
   });
+  it('keeps the API key out of the password manager: the sign-in field does not autocomplete', async () => {
+    // docs/console.md promises the key stays in this tab only; autocomplete="current-password" invited the browser
+    // to offer saving it with the passwords.
+    const other = await context.newPage();
+    await other.goto(`${fleet.url}/console/`);
+    const field = other.getByLabel('API key');
+    await field.waitFor();
+    expect(await field.getAttribute('autocomplete')).toBe('off');
+    expect(await field.getAttribute('type')).toBe('password');
+    await other.close();
+  });
 });

@@ -41,7 +41,12 @@ export function SignIn() {
               {...props}
               type="password"
               name="apiKey"
-              autoComplete="current-password"
+              // The key is kept in this tab only (docs/console.md): "current-password" invited the browser to save
+              // it with the passwords. The data- attributes ask the common password manager extensions the same.
+              autoComplete="off"
+              data-1p-ignore
+              data-lpignore="true"
+              data-bwignore
               autoFocus
               spellCheck={false}
               value={key}
