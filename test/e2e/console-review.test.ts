@@ -343,4 +343,19 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
     expect(await field.getAttribute('type')).toBe('password');
     await other.close();
   });
+  it('purges the queue of an endpoint from its page and shows how many jobs went', async () => {
+    // No worker may start (workersMax 0): the jobs stay queued.
+    const id = await fleet.endpoint({ name: 'purge-me', workersMax: 0 });
+    for (let i = 0; i < 3; i++) await fleet.run(id, { n: i });
+    await go(`/endpoints/${id}`);
+    const inQueue = page.locator('.stat', { hasText: 'In queue' }).locator('dd');
+    await expect.poll(() => inQueue.innerText()).toBe('3');
+    await page.getByRole('button', { name: 'Purge queue', exact: true }).click();
+    await page.getByRole('button', { name: 'Yes, purge queue', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Purged 3 queued jobs.' }).waitFor();
+    await expect.poll(() => inQueue.innerText()).toBe('0');
+    const health = (await fleet.api('GET', `/v2/${id}/health`)).json as { jobs: { inQueue: number } };
+    expect(health.jobs.inQueue).toBe(0);
+    expect(consoleErrors).toEqual([]);
+  });
 });

@@ -144,6 +144,11 @@ export function EndpointDetailPage({ id, tab }: { id: string; tab: string | unde
       <div className="tab-panel">
         {active === 'overview' ? (
           <Overview
+            endpointId={id}
+            onPurged={() => {
+              health.refresh();
+              requests.refresh();
+            }}
             endpoint={endpoint.data}
             health={health.data}
             stats={stats}

@@ -1,7 +1,10 @@
 import { LineChart, type Series } from '../../components/charts.tsx';
 import { DataTable } from '../../components/table.tsx';
-import { Badge, Stat } from '../../components/ui.tsx';
+import { useState } from 'react';
+import { Badge, ConfirmButton, ErrorBanner, Notice, Stat } from '../../components/ui.tsx';
 import { ago, ms, type JobStats } from '../../format.ts';
+import { useAction } from '../../hooks.ts';
+import { useClient } from '../../session.tsx';
 import type { EndpointView, Health } from '../../types.ts';
 import { endpointStatus, WorkerCounts } from '../Endpoints.tsx';
 
@@ -19,7 +22,36 @@ export interface StatSample {
 export const WINDOW_MS = 5 * 60_000;
 const MIN_WINDOW_MS = 60_000;
 
+/**
+ * POST /purge-queue: drop the jobs still waiting (those in progress go on), then say how many went and refresh the
+ * figures that count them.
+ */
+function PurgeQueue({ endpointId, onPurged }: { endpointId: string; onPurged: () => void }) {
+  const client = useClient();
+  const [removed, setRemoved] = useState<number | null>(null);
+  const purge = useAction(async () => {
+    setRemoved(null);
+    const res = await client.endpoint(endpointId).purgeQueue();
+    setRemoved(res.removed);
+    onPurged();
+  });
+  return (
+    <div className="purge-queue">
+      <ConfirmButton label="Purge queue" onConfirm={() => purge.run()} disabled={purge.pending} />{' '}
+      <span className="muted small">Drops the jobs waiting in the queue; jobs in progress go on.</span>
+      <ErrorBanner error={purge.error} title="Could not purge the queue" />
+      {removed !== null ? (
+        <Notice>
+          Purged {removed} queued job{removed === 1 ? '' : 's'}.
+        </Notice>
+      ) : null}
+    </div>
+  );
+}
+
 export function Overview({
+  endpointId,
+  onPurged,
   endpoint,
   health,
   stats,
@@ -27,6 +59,9 @@ export function Overview({
   statSamples,
   now,
 }: {
+  endpointId: string;
+  /** After a purge: refresh the polled figures. */
+  onPurged: () => void;
   endpoint: EndpointView | undefined;
   health: Health | undefined;
   stats: JobStats | undefined;
@@ -81,6 +116,7 @@ export function Overview({
           <span className="muted">Workers: </span>
           <WorkerCounts health={health} />
         </div>
+        <PurgeQueue endpointId={endpointId} onPurged={onPurged} />
       </section>
       <section aria-labelledby="charts-title">
         <h2 id="charts-title">Live</h2>
