@@ -358,4 +358,35 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
     expect(health.jobs.inQueue).toBe(0);
     expect(consoleErrors).toEqual([]);
   });
+  it('keeps following a sync job that /runsync answered before it finished, with Cancel enabled', async () => {
+    // /runsync answers with the job still running once its wait is over (at most 300 s): the panel showed that
+    // status for good, with Cancel disabled. A 1 s wait reaches the same point without waiting minutes.
+    const id = await fleet.endpoint({ name: 'long-sync' });
+    await go(`/endpoints/${id}/run`);
+    await page.getByLabel('Sync (/runsync)').check();
+    await page.getByText('Options').click();
+    await page.getByLabel('Server wait (s)').fill('1');
+    const input = page.getByLabel('Input (JSON)');
+    const run = page.locator('.run-result');
+    const cancel = page.getByRole('button', { name: 'Cancel job' });
+
+    await input.fill('{"sleepMs": 5000}');
+    await page.getByRole('button', { name: 'Run' }).click();
+    await run.getByText(/^in (queue|progress)$/i).waitFor({ timeout: 15_000 });
+    expect(await run.locator('.mono').innerText()).toMatch(/\S/);
+    expect(await cancel.isEnabled()).toBe(true);
+    await run.getByText(/^completed$/i).waitFor({ timeout: 30_000 });
+    expect(JSON.parse(await run.getByTestId('output').innerText())).toEqual({ echo: { sleepMs: 5000 } });
+    await expect.poll(() => cancel.isEnabled()).toBe(false);
+
+    // A job cancelled while the panel follows it ends as CANCELLED, and the panel stops.
+    await input.fill('{"sleepMs": 60000}');
+    await page.getByRole('button', { name: 'Run' }).click();
+    await run.getByText(/^in (queue|progress)$/i).waitFor({ timeout: 15_000 });
+    await cancel.click();
+    await page.getByRole('status').filter({ hasText: 'Cancel sent' }).waitFor();
+    await run.getByText(/^cancelled$/i).waitFor({ timeout: 15_000 });
+    await expect.poll(() => page.getByRole('button', { name: 'Run' }).isEnabled()).toBe(true);
+    expect(consoleErrors).toEqual([]);
+  }, 90_000);
 });

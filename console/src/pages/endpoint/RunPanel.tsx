@@ -1,10 +1,40 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { Badge, ErrorBanner, Field, JobError } from '../../components/ui.tsx';
 import { json, ms } from '../../format.ts';
+import type { WharfClient } from '../../api.ts';
 import { useClient } from '../../session.tsx';
 import { isFinalStatus, type JobStatusView } from '../../types.ts';
 
 type Mode = 'async' | 'sync';
+
+/** How long /runsync holds the request by default, in seconds (the server allows 1–300). */
+const DEFAULT_WAIT_S = 60;
+/** Each /status-sync long poll while a sync job is followed after /runsync answered. */
+const FOLLOW_WAIT_MS = 60_000;
+
+/**
+ * The job's final status: /status-sync long polls until it is final. /runsync answers when its wait is over even
+ * if the job is still queued or running (long jobs: LLM generation, training steps), and the panel then goes on
+ * following it, its Cancel button live, as in async mode.
+ */
+async function untilFinal(
+  ep: ReturnType<WharfClient['endpoint']>,
+  job: JobStatusView,
+  signal: AbortSignal,
+): Promise<JobStatusView> {
+  let status = job;
+  while (!isFinalStatus(status.status)) status = await ep.statusSync(status.id, { wait: FOLLOW_WAIT_MS, signal });
+  return status;
+}
+
+/** The wait box: whole seconds 1–300, or a message. */
+function parseWait(text: string): { waitMs: number } | { error: string } {
+  const n = Number(text.trim());
+  if (text.trim() === '' || !Number.isInteger(n) || n < 1 || n > 300) {
+    return { error: 'Enter a whole number of seconds from 1 to 300.' };
+  }
+  return { waitMs: n * 1000 };
+}
 
 const EXAMPLE = '{\n  "prompt": "Hello from the Wharf console",\n  "stream": 3\n}';
 
@@ -31,6 +61,8 @@ export function RunPanel({ endpointId, onSubmitted }: { endpointId: string; onSu
   const [text, setText] = useState(EXAMPLE);
   const [mode, setMode] = useState<Mode>('async');
   const [webhook, setWebhook] = useState('');
+  const [waitText, setWaitText] = useState(String(DEFAULT_WAIT_S));
+  const [waitError, setWaitError] = useState<string | null>(null);
   const [inputError, setInputError] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [running, setRunning] = useState(false);
@@ -40,6 +72,7 @@ export function RunPanel({ endpointId, onSubmitted }: { endpointId: string; onSu
   const [note, setNote] = useState<string | null>(null);
   const abort = useRef<AbortController | null>(null);
   const inputRef = useRef<HTMLTextAreaElement>(null);
+  const waitRef = useRef<HTMLInputElement>(null);
 
   useEffect(() => () => abort.current?.abort(), []);
 
@@ -73,6 +106,16 @@ export function RunPanel({ endpointId, onSubmitted }: { endpointId: string; onSu
       return;
     }
     setInputError(null);
+    const wait = parseWait(waitText);
+    if (mode === 'sync' && 'error' in wait) {
+      setWaitError(wait.error);
+      // The box is in the Options fold: open it, or focus goes nowhere.
+      const details = waitRef.current?.closest('details');
+      if (details) details.open = true;
+      waitRef.current?.focus();
+      return;
+    }
+    setWaitError(null);
     setError(null);
     setNote(null);
     setChunks([]);
@@ -94,10 +137,15 @@ export function RunPanel({ endpointId, onSubmitted }: { endpointId: string; onSu
         }
         setStatus(await ep.status(res.id, { signal: controller.signal }));
       } else {
-        const final = await ep.runSync(request, { signal: controller.signal, timeoutMs: 300_000, wait: 60_000 });
-        setJobId(final.id);
-        setStatus(final);
+        // One /runsync (timeoutMs = its wait: the SDK's own status-sync follow-up gave up after a total): once it
+        // answers, the job id is known, so Cancel works while untilFinal follows the job for as long as it takes.
+        const waitMs = 'waitMs' in wait ? wait.waitMs : DEFAULT_WAIT_S * 1000;
+        const first = await ep.runSync(request, { signal: controller.signal, timeoutMs: waitMs, wait: waitMs });
+        setJobId(first.id);
+        setStatus(first);
         onSubmitted();
+        const final = await untilFinal(ep, first, controller.signal);
+        setStatus(final);
       }
     } catch (e) {
       if (!controller.signal.aborted) setError(e);
@@ -169,6 +217,23 @@ export function RunPanel({ endpointId, onSubmitted }: { endpointId: string; onSu
                 type="url"
                 value={webhook}
                 onChange={(e) => setWebhook(e.target.value)}
+              />
+            )}
+          </Field>
+          <Field
+            label="Server wait (s)"
+            error={waitError}
+            hint="Sync: how long /runsync holds the request before it answers with the job's status (1–300). A job still running then is followed until it ends."
+          >
+            {(props) => (
+              <input
+                {...props}
+                ref={waitRef}
+                name="wait"
+                type="text"
+                inputMode="numeric"
+                value={waitText}
+                onChange={(e) => setWaitText(e.target.value)}
               />
             )}
           </Field>
