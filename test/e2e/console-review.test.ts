@@ -3,73 +3,36 @@
 // executor, examples/echo-ts) and one Chromium for the whole file, as console.test.ts does; skipped without
 // /usr/bin/chromium.
 
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { DATA_CENTER_IDS } from '../../src/domain/resources.ts';
+import {
+  CHROMIUM,
+  ensureConsoleBuilt,
+  HAS_CHROMIUM,
+  launchConsoleBrowser,
+  type ConsoleBrowser,
+} from '../helpers/console.ts';
 import { closeFleet, startFleet, type Fleet } from '../helpers/fleet.ts';
-import { NODE, ROOT } from '../helpers/processes.ts';
+import { ROOT } from '../helpers/processes.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const HAS_CHROMIUM = existsSync(CHROMIUM);
 if (!HAS_CHROMIUM) {
   process.stdout.write(`skipping the console review tests: ${CHROMIUM} is missing (apt-get install -y chromium)\n`);
-}
-
-function newest(path: string): number {
-  const info = statSync(path);
-  if (!info.isDirectory()) return info.mtimeMs;
-  return Math.max(0, ...readdirSync(path).map((name) => newest(join(path, name))));
-}
-
-/** Build console/dist unless it is newer than its sources (as console.test.ts does). */
-function ensureBuilt(): void {
-  const index = join(ROOT, 'console/dist/index.html');
-  const sources = ['console/src', 'console/index.html', 'console/vite.config.ts', 'console/public', 'src/sdk/client'];
-  const built = existsSync(index) ? statSync(index).mtimeMs : 0;
-  if (built > Math.max(...sources.map((s) => newest(join(ROOT, s))))) return;
-  execFileSync(NODE, [join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'console/vite.config.ts'], {
-    cwd: ROOT,
-    stdio: 'inherit',
-  });
 }
 
 describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
   let fleet: Fleet;
   let context: BrowserContext;
   let page: Page;
-  let profile: string;
-  const consoleErrors: string[] = [];
+  let browser: ConsoleBrowser | undefined;
   const go = (path: string) => page.goto(`${fleet.url}/console${path}`);
 
   beforeAll(async () => {
-    ensureBuilt();
+    ensureConsoleBuilt();
     fleet = await startFleet();
-    profile = mkdtempSync(join(tmpdir(), 'wharf-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-      viewport: { width: 1280, height: 860 },
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(15_000);
-    page.on('console', (m) => {
-      if (m.type() === 'error') consoleErrors.push(m.text());
-    });
-    page.on('pageerror', (e) => consoleErrors.push(e.message));
+    browser = await launchConsoleBrowser();
+    ({ context, page } = browser);
     await go('/');
     await page.getByLabel('API key').fill(fleet.key);
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -77,8 +40,7 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
   }, 60_000);
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    await browser?.close();
     if (fleet) await closeFleet(fleet);
   }, 30_000);
 
@@ -112,7 +74,7 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
         await page.getByRole('button', { name: 'Cancel', exact: true }).click();
       }
     }
-    expect(consoleErrors).toEqual([]);
+    expect(browser!.errors).toEqual([]);
   });
   it('keeps env values as they are (spaces at the end too) when a form saves something else', async () => {
     // Spaces are part of a value (a separator, a padded token); the form used to trim each NAME=value line, so any
@@ -178,7 +140,7 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
     expect(await detail.locator('.output-error').innerText()).toBe('boom <b>bold</b>');
     await detail.getByText('Traceback').click();
     expect(await detail.getByTestId('traceback').innerText()).toBe(runTrace);
-    expect(consoleErrors).toEqual([]);
+    expect(browser!.errors).toEqual([]);
   }, 60_000);
   it('titles the page-not-found page as such, also when reached by a link from another page', async () => {
     await go('/keys');
@@ -356,7 +318,7 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
     await expect.poll(() => inQueue.innerText()).toBe('0');
     const health = (await fleet.api('GET', `/v2/${id}/health`)).json as { jobs: { inQueue: number } };
     expect(health.jobs.inQueue).toBe(0);
-    expect(consoleErrors).toEqual([]);
+    expect(browser!.errors).toEqual([]);
   });
   it('keeps following a sync job that /runsync answered before it finished, with Cancel enabled', async () => {
     // /runsync answers with the job still running once its wait is over (at most 300 s): the panel showed that
@@ -387,6 +349,6 @@ describe.skipIf(!HAS_CHROMIUM)('web console, as a new user', () => {
     await page.getByRole('status').filter({ hasText: 'Cancel sent' }).waitFor();
     await run.getByText(/^cancelled$/i).waitFor({ timeout: 15_000 });
     await expect.poll(() => page.getByRole('button', { name: 'Run' }).isEnabled()).toBe(true);
-    expect(consoleErrors).toEqual([]);
+    expect(browser!.errors).toEqual([]);
   }, 90_000);
 });

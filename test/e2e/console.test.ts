@@ -4,51 +4,33 @@
 // Without /usr/bin/chromium the suite is skipped with a printed reason (.ci/run installs it). With
 // WHARF_CONSOLE_SCREENSHOTS=1 it also writes the screenshots of docs/console/*.png.
 
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import {
+  CHROMIUM,
+  ensureConsoleBuilt,
+  HAS_CHROMIUM,
+  launchConsoleBrowser,
+  type ConsoleBrowser,
+} from '../helpers/console.ts';
 import { closeFleet, ECHO_TEMPLATE, startFleet, type Fleet } from '../helpers/fleet.ts';
 import { gql } from '../helpers/graphql.ts';
-import { NODE, ROOT } from '../helpers/processes.ts';
+import { ROOT } from '../helpers/processes.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const HAS_CHROMIUM = existsSync(CHROMIUM);
 if (!HAS_CHROMIUM) {
   process.stdout.write(`skipping the console e2e tests: ${CHROMIUM} is missing (apt-get install -y chromium)\n`);
 }
 const SHOTS = process.env['WHARF_CONSOLE_SCREENSHOTS'] === '1' ? join(ROOT, 'docs/console') : null;
 
-/** Newest modification time of the files under `path`. */
-function newest(path: string): number {
-  const info = statSync(path);
-  if (!info.isDirectory()) return info.mtimeMs;
-  return Math.max(0, ...readdirSync(path).map((name) => newest(join(path, name))));
-}
-
-/** Build console/dist unless it is newer than every source it is built from (npm ci/install builds it too). */
-function ensureBuilt(): void {
-  const index = join(ROOT, 'console/dist/index.html');
-  const sources = ['console/src', 'console/index.html', 'console/vite.config.ts', 'console/public', 'src/sdk/client'];
-  const built = existsSync(index) ? statSync(index).mtimeMs : 0;
-  if (built > Math.max(...sources.map((s) => newest(join(ROOT, s))))) return;
-  execFileSync(NODE, [join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'console/vite.config.ts'], {
-    cwd: ROOT,
-    stdio: 'inherit',
-  });
-}
-
 describe.skipIf(!HAS_CHROMIUM)('web console', () => {
   let fleet: Fleet;
-  let context: BrowserContext;
   let page: Page;
-  let profile: string;
+  let browser: ConsoleBrowser | undefined;
   let endpointId = '';
-  const consoleErrors: string[] = [];
 
   const shot = async (name: string, target: Page = page) => {
     if (!SHOTS) return;
@@ -68,33 +50,14 @@ describe.skipIf(!HAS_CHROMIUM)('web console', () => {
   const endpointJson = async (id: string) => (await fleet.api('GET', `/v1/endpoints/${id}`)).json;
 
   beforeAll(async () => {
-    ensureBuilt();
+    ensureConsoleBuilt();
     fleet = await startFleet();
-    profile = mkdtempSync(join(tmpdir(), 'wharf-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-      viewport: { width: 1280, height: 860 },
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(15_000);
-    page.on('console', (m) => {
-      if (m.type() === 'error') consoleErrors.push(m.text());
-    });
-    page.on('pageerror', (e) => consoleErrors.push(e.message));
+    browser = await launchConsoleBrowser();
+    ({ page } = browser);
   }, 60_000);
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    await browser?.close();
     if (fleet) await closeFleet(fleet);
   }, 30_000);
 
@@ -563,6 +526,6 @@ describe.skipIf(!HAS_CHROMIUM)('web console', () => {
     await page.getByLabel('API key').waitFor();
     expect(await page.evaluate(() => sessionStorage.getItem('wharf.console.apiKey'))).toBeNull();
     // Nothing went wrong in the page itself (failed requests the tests caused are not page errors).
-    expect(consoleErrors.filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
+    expect(browser!.errors.filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
   });
 });
