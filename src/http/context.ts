@@ -46,10 +46,17 @@ export interface AppDeps {
 
 /**
  * An AbortSignal that fires when the client goes away before we answered, so long polls stop waiting for
- * someone who left (and a job-take does not hand a job to a closed connection).
+ * someone who left (and a job-take does not hand a job to a closed connection). Routes call it after their first
+ * awaits (key check, endpoint read, submit): a client that hung up meanwhile has had its 'close' already, which no
+ * listener added now would hear, so the signal starts aborted then (else such a wait ran its full length, up to
+ * 300 s, and a take handed a job to the closed connection).
  */
 export function clientGone(request: FastifyRequest, reply: FastifyReply): AbortSignal {
   const controller = new AbortController();
+  if (reply.raw.destroyed && !reply.raw.writableEnded) {
+    controller.abort();
+    return controller.signal;
+  }
   const onClose = (): void => {
     if (!reply.raw.writableEnded) controller.abort();
   };

@@ -33,8 +33,10 @@ export function registerLogRoutes(app: FastifyInstance, deps: AppDeps): void {
       const logs = deps.logs;
       if (!logs) return { lines: [], next: request.query.after ?? 0 };
       let lines = logs.query(endpoint.id, request.query);
-      if (lines.length === 0 && request.query.follow) {
-        const signal = clientGone(request, reply);
+      const signal = request.query.follow ? clientGone(request, reply) : null;
+      // A client gone already (during the key check or the endpoint read) is not waited for: its signal aborted
+      // before this could listen to it.
+      if (lines.length === 0 && signal && !signal.aborted) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(done, 20_000);
           const off = logs.onAppend((id) => id === endpoint.id && done());

@@ -1,0 +1,204 @@
+// Held requests whose clients hang up: every bus waiter and timer they armed must go with them, at whatever moment the
+// client leaves (before the wait is armed, or during it), and later requests must still work.
+
+import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { waitUntil } from '../helpers/fleet.ts';
+import { createEndpoint, protocolWorker, startTestServer, type TestServer } from '../helpers/server.ts';
+
+let t: TestServer;
+
+beforeAll(async () => {
+  // Waits far longer than the test: a waiter still there at its end was left by a client that hung up.
+  t = await startTestServer({ takeWaitMs: 60_000, stopWaitMs: 60_000, streamWaitMs: 60_000, statusSyncWaitMs: 60_000 });
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+/** A request on its own connection, to be destroyed by the test (its errors are the hang-up's, ignored). */
+function open(
+  method: string,
+  path: string,
+  body?: unknown,
+): { req: ClientRequest; response: Promise<IncomingMessage> } {
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const req = httpRequest(`${t.url}${path}`, {
+    method,
+    agent: false,
+    headers: {
+      authorization: `Bearer ${t.key}`,
+      'content-type': 'application/json',
+      ...(payload !== undefined ? { 'content-length': Buffer.byteLength(payload) } : {}),
+    },
+  });
+  req.on('error', () => {});
+  const response = new Promise<IncomingMessage>((resolve) => req.on('response', resolve));
+  req.end(payload);
+  return { req, response };
+}
+
+const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+
+/**
+ * Hold every call of `obj[name]` until release() (the requests have passed the key check but not yet reached their
+ * wait), counting the calls held.
+ */
+function gate<T extends object, K extends keyof T>(obj: T, name: K) {
+  const original = obj[name] as (...args: unknown[]) => Promise<unknown>;
+  let held = 0;
+  let release!: () => void;
+  const opened = new Promise<void>((resolve) => (release = resolve));
+  (obj as Record<K, unknown>)[name] = async (...args: unknown[]) => {
+    held++;
+    await opened;
+    return original.apply(obj, args);
+  };
+  return {
+    get held() {
+      return held;
+    },
+    release: () => {
+      (obj as Record<K, unknown>)[name] = original;
+      release();
+    },
+  };
+}
+
+describe('clients that hang up', () => {
+  it('a hang-up before the wait is armed (runsync, status-sync, stream, job-take, job-stop, logs) ends it at once', async () => {
+    const ep = await createEndpoint(t);
+    const queued = (await t.api('POST', `/v2/${ep}/run`, { input: { q: 1 } })).json.id as string;
+    const bus = t.server.engine.bus;
+    const waiters = bus.waiterCount();
+    const handles = timers();
+    const N = 60;
+    const queue = gate(t.server.resources, 'getEndpoint');
+    const worker = gate(t.server.resources, 'getEndpointAndWorker');
+    const reqs: ClientRequest[] = [];
+    for (let i = 0; i < N; i++) {
+      reqs.push(open('POST', `/v2/${ep}/runsync?wait=60000`, { input: { i } }).req);
+      reqs.push(open('GET', `/v2/${ep}/status-sync/${queued}?wait=60000`).req);
+      reqs.push(open('GET', `/v2/${ep}/stream/${queued}?wait=60000`).req);
+      reqs.push(open('GET', `/v2/${ep}/job-take/hangup-${i}?gpu=TEST`).req);
+      reqs.push(open('GET', `/v2/${ep}/job-stop/hangup-${i}?gpu=TEST`).req);
+      reqs.push(open('GET', `/v1/endpoints/${ep}/logs?follow=true`).req);
+    }
+    try {
+      await waitUntil(
+        () => queue.held === 4 * N && worker.held === 2 * N,
+        10_000,
+        () => 'requests to reach the gate',
+      );
+      for (const req of reqs) req.destroy();
+      // Let the server see every close before the requests go on.
+      await new Promise((r) => setTimeout(r, 300));
+    } finally {
+      queue.release();
+      worker.release();
+    }
+    // Time for the requests to reach their waits (they would arm them within this; the waits are 60 s).
+    await new Promise((r) => setTimeout(r, 1000));
+    await waitUntil(
+      () => bus.waiterCount() === waiters,
+      5000,
+      () => `bus waiters ${bus.waiterCount()} → ${waiters}`,
+    );
+    // Their wait timers (60 s) went with them. Some timers of the closed connections last a few seconds more (Node's
+    // keep-alive timeouts, 5 s), and the server's own come and go: a bound well under the waits, and some slack.
+    await waitUntil(
+      () => timers() <= handles + 20,
+      20_000,
+      () => `timers ${timers()} → ${handles}`,
+    );
+    // No take handed the queued job to a closed connection: it is still queued, and a live worker gets it at once.
+    expect((await t.api('GET', `/v2/${ep}/status/${queued}`)).json.status).toBe('IN_QUEUE');
+    const w = protocolWorker(t, ep, 'live-worker');
+    expect((await w.take()).json.id).toBe(queued);
+  });
+
+  it('hang-ups during the wait leave no waiter or timer behind, and later requests still work', async () => {
+    const ep = await createEndpoint(t);
+    const queued = (await t.api('POST', `/v2/${ep}/run`, { input: { q: 2 } })).json.id as string;
+    const idle = await createEndpoint(t); // its takes wait: nothing is queued there
+    const bus = t.server.engine.bus;
+    const waiters = bus.waiterCount();
+    const handles = timers();
+    const N = 100;
+    const reqs: ClientRequest[] = [];
+    for (let i = 0; i < N; i++) {
+      reqs.push(open('POST', `/v2/${ep}/runsync?wait=60000`, { input: { i } }).req);
+      reqs.push(open('GET', `/v2/${ep}/status-sync/${queued}?wait=60000`).req);
+      reqs.push(open('GET', `/v2/${ep}/stream/${queued}?wait=60000`).req);
+      reqs.push(open('GET', `/v2/${ep}/job-stop/during-${i}?gpu=TEST`).req);
+      reqs.push(open('GET', `/v2/${idle}/job-take/during-${i}?gpu=TEST`).req);
+    }
+    // runsync and status-sync arm two waiters each (job and purge), the others one.
+    await waitUntil(
+      () => bus.waiterCount() >= waiters + 7 * N,
+      15_000,
+      () => `waiters ${bus.waiterCount()}`,
+    );
+    for (const req of reqs) req.destroy();
+    await waitUntil(
+      () => bus.waiterCount() === waiters,
+      5000,
+      () => `bus waiters ${bus.waiterCount()} → ${waiters}`,
+    );
+    await waitUntil(
+      () => timers() <= handles + 20,
+      20_000,
+      () => `timers ${timers()} → ${handles}`,
+    );
+    const res = await t.api('GET', `/v2/${ep}/status-sync/${queued}?wait=1000`);
+    expect(res.status).toBe(200);
+    expect(res.json.status).toBe('IN_QUEUE');
+    // The takes that hung up are no longer on offer to new jobs: the next job goes to a live one.
+    const w = protocolWorker(t, idle, 'after-hang-ups');
+    const take = w.take();
+    await waitUntil(
+      () => bus.waiterCount() > waiters,
+      5000,
+      () => 'the live take to wait',
+    );
+    const id = (await t.api('POST', `/v2/${idle}/run`, { input: { after: true } })).json.id as string;
+    expect((await take).json.id).toBe(id);
+  });
+
+  it('an OpenAI request whose client hangs up before its job is submitted has the job cancelled', async () => {
+    const ep = await createEndpoint(t);
+    const bus = t.server.engine.bus;
+    const waiters = bus.waiterCount();
+    const N = 20;
+    const held = gate(t.server.resources, 'getEndpoint');
+    const reqs: ClientRequest[] = [];
+    for (let i = 0; i < N; i++) {
+      const stream = i % 2 === 0;
+      reqs.push(open('POST', `/v2/${ep}/openai/v1/chat/completions`, { model: 'm', messages: [], stream }).req);
+    }
+    try {
+      await waitUntil(
+        () => held.held === N,
+        10_000,
+        () => 'requests to reach the gate',
+      );
+      for (const req of reqs) req.destroy();
+      await new Promise((r) => setTimeout(r, 300));
+    } finally {
+      held.release();
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+    await waitUntil(
+      () => bus.waiterCount() === waiters,
+      5000,
+      () => `bus waiters ${bus.waiterCount()} → ${waiters}`,
+    );
+    // Nobody reads their answers: no worker may be given them.
+    await waitUntil(
+      async () => (await t.api('GET', `/v2/${ep}/health`)).json.jobs.inQueue === 0,
+      5000,
+      () => 'the jobs to be cancelled',
+    );
+  });
+});
