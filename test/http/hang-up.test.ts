@@ -1,6 +1,8 @@
 // Held requests whose clients hang up: every bus waiter and timer they armed must go with them, at whatever moment the
-// client leaves (before the wait is armed, or during it), and later requests must still work.
+// client leaves (before the wait is armed, or during it), and later requests must still work. And a slow reader of an
+// OpenAI stream must not have the server read the job's whole output into memory for it.
 
+import { once } from 'node:events';
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -200,5 +202,49 @@ describe('clients that hang up', () => {
       5000,
       () => 'the jobs to be cancelled',
     );
+  });
+
+  it('a slow reader of an OpenAI stream: the server stops reading chunks it cannot write; all arrive once read', async () => {
+    const ep = await createEndpoint(t);
+    const w = protocolWorker(t, ep, 'slow-reader');
+    const engine = t.server.engine;
+    const original = engine.stream.bind(engine);
+    // Chunk text the stream has read from the store for the client (the cursor it moved).
+    let read = 0;
+    engine.stream = async (...args) => {
+      const res = await original(...args);
+      if (args[2] === 'openai') read += res.chunks.reduce((n, c) => n + c.length, 0);
+      return res;
+    };
+    try {
+      const { req, response } = open('POST', `/v2/${ep}/openai/v1/chat/completions`, {
+        model: 'm',
+        messages: [],
+        stream: true,
+      });
+      const res = await response;
+      res.pause(); // the client reads nothing for now
+      const jobId = res.headers['x-wharf-job-id'] as string;
+      expect((await w.take()).json.id).toBe(jobId);
+      const big = 'x'.repeat(900_000);
+      const count = 60; // 54 MB: several reads (8 MiB each), and more than the loopback socket buffers hold
+      for (let i = 0; i < count; i++) expect((await w.stream(jobId, { output: { i, big } })).status).toBe(200);
+      expect((await w.done(jobId, { output: 'not sent: chunks were' }, true)).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 1000));
+      // Before: the whole answer was read into the response's buffer at once (54 MB for a client reading nothing).
+      expect(read).toBeLessThan((count * big.length) / 2);
+      res.setEncoding('utf8');
+      let text = '';
+      res.on('data', (d: string) => (text += d));
+      res.resume();
+      await once(res, 'end');
+      req.destroy();
+      const events = text.split('\n\n').filter((e) => e.startsWith('data: {"i":'));
+      expect(events.map((e) => (JSON.parse(e.slice(6)) as { i: number }).i)).toEqual([...Array(count).keys()]);
+      expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+    } finally {
+      // Back to the prototype's method.
+      Reflect.deleteProperty(engine, 'stream');
+    }
   });
 });

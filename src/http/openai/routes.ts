@@ -113,6 +113,25 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
     const write = (text: string): void => {
       if (text !== '' && !sse.destroyed && !sse.writableEnded) sse.write(text);
     };
+    /**
+     * Resolves once the client has taken what was written, or is gone. The next read of the job's chunks waits for
+     * it: a slow reader leaves the chunks in the store, rather than have the server read the whole answer into this
+     * stream's buffer (at most one read, STREAM_READ_MAX_CHARS, waits here).
+     */
+    const drained = (): Promise<void> => {
+      if (!sse.writableNeedDrain || sse.destroyed || gone.aborted) return Promise.resolve();
+      return new Promise((resolve) => {
+        const done = (): void => {
+          sse.off('drain', done);
+          sse.off('close', done);
+          gone.removeEventListener('abort', done);
+          resolve();
+        };
+        sse.on('drain', done);
+        sse.on('close', done);
+        gone.addEventListener('abort', done);
+      });
+    };
     // Node sends the status line and headers with the first byte of the body: without one now, a job still queued
     // would leave the client without its response (and the job id header) until the first chunk or keep-alive.
     write(': keep-alive\n\n');
@@ -122,6 +141,8 @@ export function registerOpenAiRoutes(app: FastifyInstance, deps: AppDeps): void 
       let sentAttempt: number | null = null;
       let lastActivity = engine.clock.now();
       for (;;) {
+        await drained();
+        if (gone.aborted) return;
         const res = await engine.stream(endpointId, jobId, 'openai', KEEPALIVE_MS, gone);
         if (gone.aborted) return;
         if (sentAttempt !== null && lostAfterSending(res, sentAttempt)) {
