@@ -196,3 +196,20 @@ export function oneOf<T extends string>(field: string, value: string, values: re
   if (!(values as readonly string[]).includes(value)) throw invalid(field, `must be one of ${values.join(', ')}`);
   return value as T;
 }
+
+/** Whether two lists hold the same strings in the same order. */
+export function sameList(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/**
+ * A kept client text parsed again, or undefined when it no longer parses: a data center, CUDA version or quoting a
+ * later release refuses reads the derived value then, rather than failing every read of its endpoint or template.
+ */
+export function reparsed<T>(parse: () => T): T | undefined {
+  try {
+    return parse();
+  } catch {
+    return undefined;
+  }
+}

@@ -13,6 +13,8 @@ import {
   envToList,
   intIn,
   portsFromString,
+  reparsed,
+  sameList,
   type EnvPair,
 } from './convert.ts';
 
@@ -75,8 +77,6 @@ export function templateFields(input: GqlTemplateInput): Partial<TemplateInput> 
   return out;
 }
 
-const sameArgs = (a: readonly string[], b: readonly string[]) => JSON.stringify(a) === JSON.stringify(b);
-
 /**
  * `dockerArgs` as last saved while it still gives the template's command (a REST change of dockerStartCmd or
  * dockerEntrypoint since makes it rebuilt); a command line, which leaves the entrypoint as it is, only while the
@@ -84,16 +84,12 @@ const sameArgs = (a: readonly string[], b: readonly string[]) => JSON.stringify(
  */
 export function dockerArgsOf(t: Template): string {
   if (t.dockerArgs !== undefined) {
-    let command: ReturnType<typeof dockerArgsToCommand> | undefined;
-    try {
-      command = dockerArgsToCommand('dockerArgs', t.dockerArgs);
-    } catch {
-      // Kept text a later parser refuses: rebuilt from the argv, rather than failing every read of the template.
-    }
+    const text = t.dockerArgs;
+    const command = reparsed(() => dockerArgsToCommand('dockerArgs', text));
     if (
       command &&
-      sameArgs(command.dockerStartCmd, t.dockerStartCmd) &&
-      sameArgs(command.dockerEntrypoint ?? [], t.dockerEntrypoint)
+      sameList(command.dockerStartCmd, t.dockerStartCmd) &&
+      sameList(command.dockerEntrypoint ?? [], t.dockerEntrypoint)
     ) {
       return t.dockerArgs;
     }

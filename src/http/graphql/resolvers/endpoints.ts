@@ -1,7 +1,14 @@
 import { allowsAnyDataCenter, newEndpointId, type Endpoint } from '../../../domain/index.ts';
 import { WharfError } from '../../../errors/index.ts';
 import { invalid, required, type GqlContext, type ResolverMap } from '../context.ts';
-import { cudaVersions, dataCentersToLocations, envToList, locationsToDataCenters } from '../convert.ts';
+import {
+  cudaVersions,
+  dataCentersToLocations,
+  envToList,
+  locationsToDataCenters,
+  reparsed,
+  sameList,
+} from '../convert.ts';
 import { endpointFields, type GqlEndpointInput } from '../endpoint-input.ts';
 import { podTemplateView } from '../template-input.ts';
 import { podsOfEndpoint } from './pods.ts';
@@ -12,20 +19,6 @@ async function volumeOf(ctx: GqlContext, id: string) {
     return await ctx.deps.volumes.get(ctx.user.id, id);
   } catch {
     return null; // deleted since, or never the caller's: shown as no volume
-  }
-}
-
-const sameList = (a: readonly string[], b: readonly string[]) => JSON.stringify(a) === JSON.stringify(b);
-
-/**
- * A kept client text parsed again, or undefined when it no longer parses: a data center or CUDA version a later
- * release dropped reads the derived value then, rather than failing every read of the endpoint.
- */
-function reparsed<T>(parse: () => T): T | undefined {
-  try {
-    return parse();
-  } catch {
-    return undefined;
   }
 }
 
@@ -67,25 +60,26 @@ async function saveEndpoint(input: GqlEndpointInput, ctx: GqlContext): Promise<E
   const userId = ctx.user.id;
   const stored = input.id ? await resources.getEndpoint(userId, input.id) : undefined;
   const fields = endpointFields(input, stored?.name);
-  let templateId = input.templateId?.trim() || undefined;
-  // A new endpoint's id is chosen first, so that an inline template can be bound to it.
-  const endpointId = input.id || newEndpointId();
-  let inline: string | undefined;
-  if (input.template) {
-    if (templateId) throw invalid('template', 'cannot be given together with templateId');
-    const template = inlineTemplateInput(input.template);
+  const templateId = input.templateId?.trim() || undefined;
+  if (input.template && templateId) throw invalid('template', 'cannot be given together with templateId');
+  const template = input.template ? inlineTemplateInput(input.template) : undefined;
+  if (input.id) {
     // An update replaces the template bound to the endpoint in place (or binds a new one to it): see there.
-    if (input.id) return resources.updateEndpointWithTemplate(userId, input.id, fields, template);
-    inline = templateId = (await resources.createTemplate(userId, { ...template, boundEndpointId: endpointId })).id;
+    if (template) return resources.updateEndpointWithTemplate(userId, input.id, fields, template);
+    return resources.updateEndpoint(userId, input.id, templateId ? { ...fields, templateId } : fields);
   }
-  try {
-    if (input.id)
-      return await resources.updateEndpoint(userId, input.id, templateId ? { ...fields, templateId } : fields);
+  if (!template) {
     if (!templateId) throw invalid('templateId', 'is required to create an endpoint (or give an inline template)');
-    return await resources.createEndpoint(userId, { ...fields, templateId }, { id: endpointId });
+    return resources.createEndpoint(userId, { ...fields, templateId });
+  }
+  // A new endpoint's id is chosen first, so that its inline template can be bound to it.
+  const endpointId = newEndpointId();
+  const inline = (await resources.createTemplate(userId, { ...template, boundEndpointId: endpointId })).id;
+  try {
+    return await resources.createEndpoint(userId, { ...fields, templateId: inline }, { id: endpointId });
   } catch (error) {
     // The endpoint was refused (a bad volume, a rule): the template made for it goes too.
-    if (inline) await resources.deleteTemplate(userId, inline).catch(() => {});
+    await resources.deleteTemplate(userId, inline).catch(() => {});
     throw error;
   }
 }
