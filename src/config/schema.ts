@@ -279,7 +279,9 @@ export const SETTINGS = [
     default: 0,
     min: 0,
     max: 64 * 1024 * 1024,
-    doc: 'Memory limit of each worker container or pod in MiB (executors docker and kubernetes); 0: none.',
+    doc:
+      'Memory limit of each worker container or pod in MiB (executors docker and kubernetes); 0: none. A CPU ' +
+      "endpoint's worker gets its instance's memory, or this where smaller.",
   },
   {
     key: 'kubernetesNamespace',

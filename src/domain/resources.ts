@@ -263,6 +263,23 @@ export function cpuInstanceIds(
 }
 
 /**
+ * The size of a CPU endpoint's worker: its first instance's vCPUs and memory (`cpu3c-2-4`: 2 vCPUs, 4 GB, taken as
+ * GiB). The endpoint's vcpuCount is that instance's too; RunPod places a worker on any of the instances listed, and
+ * every worker here gets the first. Null for a GPU endpoint. Executors that can confine a worker (Docker,
+ * Kubernetes) give it exactly this.
+ */
+export function cpuWorkerSize(
+  e: Pick<Endpoint, 'computeType' | 'cpuFlavorIds' | 'vcpuCount' | 'instanceIds'>,
+): { vcpus: number; memoryMb: number } | null {
+  const first = cpuInstanceIds(e)[0];
+  const m = first === undefined ? null : /^cpu\d[a-z]-(\d+)-(\d+)$/.exec(first);
+  if (!m) return null;
+  const vcpus = Number(m[1]);
+  const gb = Number(m[2]);
+  return vcpus > 0 && gb > 0 ? { vcpus, memoryMb: gb * 1024 } : null;
+}
+
+/**
  * The fields a running worker was made from: its image and command (the template), its environment, its GPUs or CPU
  * instance, its volume. A change to any of them makes the running workers outdated, and they are rolled. Scaling
  * settings and job policies act on running workers as they are. Placement limits (dataCenterIds,
@@ -305,7 +322,10 @@ export function templateVersionChanged(before: Template, after: Template): boole
 
 /** Whether the change outdates the running workers (see WORKER_SHAPING). */
 export function endpointVersionChanged(before: Endpoint, after: Endpoint): boolean {
-  return anyChanged(before, after, WORKER_SHAPING);
+  // The worker's size is its first instance's: a list reordered or resized there changes it without touching
+  // cpuFlavorIds or vcpuCount.
+  const size = (e: Endpoint) => JSON.stringify(cpuWorkerSize(e));
+  return anyChanged(before, after, WORKER_SHAPING) || size(before) !== size(after);
 }
 
 /** Validation rules the schema cannot express. Returns the offending field and why, or null. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { newWorkerId, type Endpoint, type Template, type WorkerRecord } from '../domain/index.ts';
+import { cpuWorkerSize, newWorkerId, type Endpoint, type Template, type WorkerRecord } from '../domain/index.ts';
 import { coerceError } from '../errors/index.ts';
 import {
   hashKey,
@@ -650,6 +650,7 @@ export class Supervisor {
   ): Promise<void> {
     const id = m.id;
     const volumeId = endpoint.networkVolumeId ?? endpoint.networkVolumeIds[0];
+    const cpu = cpuWorkerSize(endpoint);
     try {
       const authId = template.containerRegistryAuthId;
       const registryAuth =
@@ -679,6 +680,7 @@ export class Supervisor {
             secrets,
           }),
           gpuIndices: gpu.indices,
+          ...(cpu ? { cpu } : {}),
           ...(volumeId ? { volumePath: this.o.volumeDir(volumeId), volumeId } : {}),
           ...(registryAuth ? { registryAuth } : {}),
           containerDiskInGb: template.containerDiskInGb,

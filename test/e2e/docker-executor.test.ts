@@ -140,6 +140,33 @@ describe.skipIf(d === null)('docker executor (engine API)', () => {
     expect(await b.exit).toEqual({ code: null, signal: 'SIGKILL' });
   });
 
+  it('a CPU worker sees its instance’s vCPUs and memory as its cgroup’s limits', async () => {
+    // cgroup v2 (cpu.max, memory.max) or v1 (the cpu and memory controllers' files), whichever the host has.
+    const script = [
+      "const fs = require('node:fs');",
+      "const read = (...paths) => { for (const p of paths) { try { return fs.readFileSync(p, 'utf8').trim(); } catch {} } return null; };",
+      "const v2 = read('/sys/fs/cgroup/cpu.max');",
+      'console.log(JSON.stringify({',
+      "  cpu: v2 ?? `${read('/sys/fs/cgroup/cpu/cpu.cfs_quota_us', '/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us')} ${read('/sys/fs/cgroup/cpu/cpu.cfs_period_us', '/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us')}`,",
+      "  memory: read('/sys/fs/cgroup/memory.max', '/sys/fs/cgroup/memory/memory.limit_in_bytes'),",
+      '}));',
+    ].join('\n');
+    // The node caps workers at 256 MiB (executor() above): a 3-vCPU instance with 6 GiB gets 256 MiB, one with
+    // 128 MiB (smaller than the cap) its own. 3 vCPUs on a host with fewer still start, with every CPU there is.
+    const big = await run(executor(), spec('wcpubig000001', script, { cpu: { vcpus: 3, memoryMb: 6144 } }));
+    expect(await big.exit).toEqual({ code: 0, signal: null });
+    expect(big.lines).toContainEqual([
+      'stdout',
+      JSON.stringify({ cpu: '300000 100000', memory: String(256 * 1024 * 1024) }),
+    ]);
+    const small = await run(executor(), spec('wcpusmall00001', script, { cpu: { vcpus: 1, memoryMb: 128 } }));
+    expect(await small.exit).toEqual({ code: 0, signal: null });
+    expect(small.lines).toContainEqual([
+      'stdout',
+      JSON.stringify({ cpu: '100000 100000', memory: String(128 * 1024 * 1024) }),
+    ]);
+  });
+
   it('FlashBoot: restarts a kept container instead of creating one (both paths timed)', async () => {
     const ex = executor();
     const reports: StartReport[] = [];

@@ -98,6 +98,15 @@ describe.skipIf(d === null)('docker executor', () => {
     expect(h.jobs).toMatchObject({ completed: 2, failed: 1, inQueue: 0, inProgress: 0 });
   });
 
+  it('a CPU endpoint’s worker container gets its instance’s vCPUs, its memory bounded by the node cap', async () => {
+    // cpu3c at 1 vCPU: 2 GB, above this node's 512 MiB per worker, which wins.
+    const ep = await t.endpoint({ computeType: 'CPU', cpuFlavorIds: ['cpu3c'], vcpuCount: 1, workersMax: 1 }, template);
+    expect(await t.waitJob(ep, await t.run(ep, { n: 1 }), 60_000)).toMatchObject({ status: 'COMPLETED' });
+    const [container] = await containersOf(ep);
+    const info = (await client.inspectContainer(container!.Id)) as any;
+    expect(info.HostConfig).toMatchObject({ CpuPeriod: 100_000, CpuQuota: 100_000, Memory: 512 * 1024 * 1024 });
+  });
+
   it('retries the job of a container killed mid-job (docker kill) on a new container', async () => {
     const ep = await t.endpoint({ workersMax: 2, idleTimeout: 2 }, template);
     const id = await t.run(ep, { sleepMs: 3000, n: 'kill' });

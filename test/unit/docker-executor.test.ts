@@ -185,6 +185,39 @@ describe('the container the docker executor creates', () => {
     expect(engine.calls.some((c) => c[0] === 'pull')).toBe(false);
   });
 
+  it('confines a CPU worker to its instance: vCPUs as a CFS quota, memory the smaller of it and the node cap', async () => {
+    await executor().start(spec({ cpu: { vcpus: 4, memoryMb: 8192 } }), hooks);
+    await executor({ memoryMb: 2048 }).start(
+      spec({ workerId: 'w0000000000002', cpu: { vcpus: 1, memoryMb: 4096 } }),
+      hooks,
+    );
+    await executor({ memoryMb: 2048 }).start(
+      spec({ workerId: 'w0000000000003', cpu: { vcpus: 1, memoryMb: 1024 } }),
+      hooks,
+    );
+    const [big, capped, small] = engine.bodies.map((b) => b.HostConfig);
+    // A quota, not NanoCpus: the Engine refuses NanoCpus above the host's CPU count, and 4 vCPUs on a 2-core host
+    // must still start.
+    expect(big).toMatchObject({ CpuPeriod: 100_000, CpuQuota: 400_000, Memory: 8192 * 1024 * 1024 });
+    expect(big.MemorySwap).toBe(big.Memory);
+    expect(big.NanoCpus).toBeUndefined();
+    expect(capped).toMatchObject({ CpuQuota: 100_000, Memory: 2048 * 1024 * 1024 });
+    expect(small).toMatchObject({ CpuQuota: 100_000, Memory: 1024 * 1024 * 1024 });
+  });
+
+  it('a kept FlashBoot container is reused only for a worker of the same CPU size', async () => {
+    const keys = new Set<string>();
+    for (const cpu of [
+      { vcpus: 1, memoryMb: 2048 },
+      { vcpus: 2, memoryMb: 2048 },
+      { vcpus: 1, memoryMb: 4096 },
+    ]) {
+      await executor().start(spec({ flashboot: true, cpu }), hooks);
+      keys.add(engine.bodies.at(-1).Labels['wharf.flashboot-key']);
+    }
+    expect(keys.size).toBe(3);
+  });
+
   it('keeps the image’s command when the template sets none; no volume, no GPUs, host network by default', async () => {
     await executor().start(spec(), hooks);
     const [body] = engine.bodies;
@@ -193,6 +226,7 @@ describe('the container the docker executor creates', () => {
     expect(body.HostConfig.NetworkMode).toBe('host');
     expect(body.HostConfig.DeviceRequests).toBeUndefined();
     expect(body.HostConfig.Memory).toBeUndefined();
+    expect(body.HostConfig.CpuQuota).toBeUndefined();
     expect(body.HostConfig.Binds).toEqual([]);
     expect(body.Env.some((e: string) => e.startsWith('RUNPOD_VOLUME_PATH='))).toBe(false);
     expect(body.Env).toContain('CUDA_VISIBLE_DEVICES=');

@@ -121,6 +121,34 @@ describe('worker pod', () => {
   });
 });
 
+describe('a CPU endpoint’s worker pod', () => {
+  const resourcesOf = (memoryMb: number, cpu: WorkerSpec['cpu']) =>
+    workerPod(
+      { ...o, memoryMb },
+      spec({ gpuIndices: [], gpuTypeId: '', containerDiskInGb: 0, ...(cpu ? { cpu } : {}) }),
+      owner,
+      { pullSecret: false, graceSeconds: 10 },
+    ).spec!.containers[0]!.resources;
+
+  it('requests and is limited to its instance’s vCPUs and memory (Guaranteed)', () => {
+    expect(resourcesOf(0, { vcpus: 2, memoryMb: 4096 })).toEqual({
+      limits: { cpu: '2', memory: '4096Mi' },
+      requests: { cpu: '2', memory: '4096Mi' },
+    });
+  });
+
+  it('the node’s per-worker memory cap bounds the instance’s memory, never raises it', () => {
+    expect(resourcesOf(1024, { vcpus: 4, memoryMb: 16384 })).toEqual({
+      limits: { cpu: '4', memory: '1024Mi' },
+      requests: { cpu: '4', memory: '1024Mi' },
+    });
+    expect(resourcesOf(65536, { vcpus: 1, memoryMb: 2048 })).toEqual({
+      limits: { cpu: '1', memory: '2048Mi' },
+      requests: { cpu: '1', memory: '2048Mi' },
+    });
+  });
+});
+
 describe('CUDA placement (GPU feature discovery labels)', () => {
   const NEW = { major: 'nvidia.com/cuda.runtime-version.major', minor: 'nvidia.com/cuda.runtime-version.minor' };
   const OLD = { major: 'nvidia.com/cuda.runtime.major', minor: 'nvidia.com/cuda.runtime.minor' };

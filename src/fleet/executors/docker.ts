@@ -30,7 +30,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { DockerApiError, DockerClient, Demuxer, parseImageRef, type ImageInfo } from './docker-api.ts';
 import { LineSplitter } from './process.ts';
 import { safely, sleep, waitFor } from './waits.ts';
-import type { Executor, ExecutorHooks, RunningWorker, WorkerSpec } from './types.ts';
+import { workerMemoryMb, type Executor, type ExecutorHooks, type RunningWorker, type WorkerSpec } from './types.ts';
 
 export const LABEL_MANAGED = 'wharf.managed';
 export const LABEL_NODE = 'wharf.node-id';
@@ -63,7 +63,7 @@ export interface DockerExecutorOptions {
   stateDir: string;
   /** NetworkMode of worker containers: `host` (default; workers reach a server on 127.0.0.1), `bridge`, a network. */
   network?: string;
-  /** Memory limit per worker in MiB; 0 (default) for none. */
+  /** Memory limit per worker in MiB; 0 (default) for none. A CPU worker's instance memory, where smaller, wins. */
   memoryMb?: number;
   pull?: PullPolicy;
   /** Stopped containers kept per endpoint for FlashBoot; 0 turns the reuse off. Default 2. */
@@ -323,7 +323,8 @@ export class DockerExecutor implements Executor {
           spec.gpuIndices,
           spec.volumePath ?? null,
           spec.containerDiskInGb ?? null,
-          this.o.memoryMb,
+          workerMemoryMb(this.o.memoryMb, spec),
+          spec.cpu?.vcpus ?? null,
           this.o.network,
         ]),
       )
@@ -406,9 +407,17 @@ export class DockerExecutor implements Executor {
       Init: this.o.init,
       RestartPolicy: { Name: 'no' },
     };
-    if (this.o.memoryMb > 0) {
-      hostConfig.Memory = this.o.memoryMb * 1024 * 1024;
+    const memoryMb = workerMemoryMb(this.o.memoryMb, spec);
+    if (memoryMb > 0) {
+      hostConfig.Memory = memoryMb * 1024 * 1024;
       hostConfig.MemorySwap = hostConfig.Memory;
+    }
+    if (spec.cpu) {
+      // A CPU endpoint's vCPUs as a CFS quota (`docker run --cpu-quota`): unlike NanoCpus (`--cpus`), which the
+      // Engine refuses above the host's CPU count, a quota for more vCPUs than the host has still starts the worker,
+      // with every CPU there is.
+      hostConfig.CpuPeriod = CPU_PERIOD_US;
+      hostConfig.CpuQuota = spec.cpu.vcpus * CPU_PERIOD_US;
     }
     if (spec.containerDiskInGb !== undefined && spec.containerDiskInGb > 0) {
       hostConfig.StorageOpt = { size: `${spec.containerDiskInGb}G` };
@@ -492,7 +501,7 @@ export class DockerExecutor implements Executor {
         safely(() =>
           hooks.onLog(
             'stderr',
-            `[wharf] the container ran out of memory (limit ${this.o.memoryMb} MiB) and was killed`,
+            `[wharf] the container ran out of memory (limit ${workerMemoryMb(this.o.memoryMb, spec)} MiB) and was killed`,
           ),
         );
       }
@@ -575,10 +584,15 @@ interface ContainerBody {
     RestartPolicy: { Name: string };
     Memory?: number;
     MemorySwap?: number;
+    CpuPeriod?: number;
+    CpuQuota?: number;
     StorageOpt?: Record<string, string>;
     DeviceRequests?: Array<{ Driver: string; DeviceIDs: string[]; Capabilities: string[][] }>;
   };
 }
+
+/** The CFS period of a CPU worker's quota: Docker's default, 100 ms. */
+const CPU_PERIOD_US = 100_000;
 
 /** Container names allow [a-zA-Z0-9][a-zA-Z0-9_.-]*. */
 export function containerName(nodeId: string, workerId: string): string {

@@ -26,7 +26,7 @@ import type {
 import { parseImageRef } from './docker-api.ts';
 import { allowsAnyCudaVersion, allowsAnyDataCenter } from '../../domain/index.ts';
 import { compareCudaVersions, cudaVersionParts, type CudaLimits } from '../cuda.ts';
-import type { WorkerSpec } from './types.ts';
+import { workerMemoryMb, type WorkerSpec } from './types.ts';
 
 export const LABEL_MANAGED = 'wharf.managed';
 export const LABEL_NODE = 'wharf.node-id';
@@ -44,7 +44,7 @@ export interface ManifestOptions {
   gpuTypeLabel: string;
   /** Node label naming the data center; null: placement ignores dataCenterIds. */
   dataCenterLabel: string | null;
-  /** Memory limit in MiB; 0: none. */
+  /** Memory limit in MiB; 0: none. A CPU worker's instance memory, where smaller, wins. */
   memoryMb: number;
 }
 
@@ -267,7 +267,11 @@ export function workerPod(
   const limits: Record<string, string> = {};
   const requests: Record<string, string> = {};
   if (gpus > 0) limits[GPU_RESOURCE] = String(gpus);
-  if (o.memoryMb > 0) limits.memory = requests.memory = `${o.memoryMb}Mi`;
+  const memoryMb = workerMemoryMb(o.memoryMb, spec);
+  if (memoryMb > 0) limits.memory = requests.memory = `${memoryMb}Mi`;
+  // A CPU endpoint's instance: its vCPUs requested and limited alike (Guaranteed QoS with the memory above), as the
+  // instance is a size the worker is given, not a ceiling it may be squeezed under.
+  if (spec.cpu) limits.cpu = requests.cpu = String(spec.cpu.vcpus);
   if (spec.containerDiskInGb !== undefined && spec.containerDiskInGb > 0) {
     // The limit is the template's container disk; the request stays small so that the default (50 GB) does not make
     // pods unschedulable on nodes that report less allocatable ephemeral storage.

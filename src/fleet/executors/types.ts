@@ -18,6 +18,11 @@ export interface WorkerSpec {
   env: Record<string, string>;
   /** GPU indices placed by the inventory; [] for a CPU worker. */
   gpuIndices: string[];
+  /**
+   * A CPU endpoint's instance size (domain cpuWorkerSize): the vCPUs and memory its worker may use. Docker and
+   * Kubernetes confine the worker to it; the process executor cannot and runs it unconfined. Absent for a GPU worker.
+   */
+  cpu?: { vcpus: number; memoryMb: number };
   /** The network volume's host path, when the endpoint has one. */
   volumePath?: string;
   /** The network volume's id (the Kubernetes executor mounts a claim named after it). */
@@ -73,4 +78,14 @@ export interface Executor {
   cleanupOrphans(): Promise<number>;
   /** Stop every worker this executor started. */
   stopAll(opts: { graceMs: number }): Promise<void>;
+}
+
+/**
+ * The memory limit of a worker in MiB, 0 for none: the node's per-worker cap (`--worker-memory-mb`, 0: none) and a
+ * CPU worker's instance memory, the smaller where both are set (the operator's cap also bounds what an endpoint asks).
+ */
+export function workerMemoryMb(nodeCapMb: number, spec: Pick<WorkerSpec, 'cpu'>): number {
+  const own = spec.cpu?.memoryMb ?? 0;
+  if (nodeCapMb > 0 && own > 0) return Math.min(nodeCapMb, own);
+  return nodeCapMb > 0 ? nodeCapMb : own;
 }

@@ -1,0 +1,66 @@
+// The size of a CPU endpoint's worker (its first instance's vCPUs and memory), which the Docker and Kubernetes
+// executors confine the worker to, and the changes to it that outdate running workers.
+
+import { describe, expect, it } from 'vitest';
+
+import { cpuWorkerSize, ENDPOINT_DEFAULTS, endpointVersionChanged, type Endpoint } from '../../src/domain/index.ts';
+
+const endpoint = (extra: Partial<Endpoint>): Endpoint => ({
+  ...structuredClone(ENDPOINT_DEFAULTS),
+  id: 'ep00000000000a',
+  userId: 'u1',
+  templateId: 't000000001',
+  version: 1,
+  createdAt: 0,
+  ...extra,
+});
+
+describe('cpuWorkerSize', () => {
+  it('a CPU endpoint made over REST (flavors and a vCPU count): its first flavor at that count, GB as GiB', () => {
+    expect(
+      cpuWorkerSize(endpoint({ computeType: 'CPU', cpuFlavorIds: ['cpu3g'], vcpuCount: 4, instanceIds: [] })),
+    ).toEqual({
+      vcpus: 4,
+      memoryMb: 16 * 1024,
+    });
+    expect(
+      cpuWorkerSize(endpoint({ computeType: 'CPU', cpuFlavorIds: ['cpu5c'], vcpuCount: 1, instanceIds: [] })),
+    ).toEqual({
+      vcpus: 1,
+      memoryMb: 2 * 1024,
+    });
+  });
+
+  it('instances of different sizes (GraphQL instanceIds): the first one’s', () => {
+    const e = endpoint({
+      computeType: 'CPU',
+      cpuFlavorIds: ['cpu3c'],
+      vcpuCount: 2,
+      instanceIds: ['cpu3c-2-4', 'cpu3c-4-8'],
+    });
+    expect(cpuWorkerSize(e)).toEqual({ vcpus: 2, memoryMb: 4096 });
+  });
+
+  it('none for a GPU endpoint', () => {
+    expect(cpuWorkerSize(endpoint({ computeType: 'GPU', cpuFlavorIds: [], instanceIds: [] }))).toBeNull();
+  });
+});
+
+describe('endpointVersionChanged and the CPU size', () => {
+  const before = endpoint({
+    computeType: 'CPU',
+    cpuFlavorIds: ['cpu3c', 'cpu3g'],
+    vcpuCount: 2,
+    instanceIds: ['cpu3c-2-4', 'cpu3g-2-8'],
+  });
+
+  it('outdates the workers when the first instance, and with it the memory, changes', () => {
+    expect(endpointVersionChanged(before, { ...before, instanceIds: ['cpu3g-2-8', 'cpu3c-2-4'] })).toBe(true);
+  });
+
+  it('leaves them when only a later instance changes', () => {
+    expect(endpointVersionChanged(before, { ...before, instanceIds: ['cpu3c-2-4', 'cpu3g-2-8', 'cpu3c-2-4'] })).toBe(
+      false,
+    );
+  });
+});
