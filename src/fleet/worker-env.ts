@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { Endpoint, Template } from '../domain/index.ts';
+import { cpuWorkerSize, type Endpoint, type Template } from '../domain/index.ts';
 import { MissingSecretsError } from '../engine/index.ts';
 
 export interface WorkerEnvInput {
@@ -55,6 +55,7 @@ export function workerEnv(i: WorkerEnvInput): Record<string, string> {
   // Every template carries a `?`: the SDK appends its parameters with a literal `&` (spec §1.4).
   const q = `?gpu=${encodeURIComponent(i.gpuTypeId || 'CPU')}`;
   const secrets = i.secrets ?? new Map<string, string>();
+  const cpu = cpuWorkerSize(i.endpoint);
   return {
     ...withSecrets(i.template.env, secrets),
     ...withSecrets(i.endpoint.env, secrets),
@@ -70,6 +71,9 @@ export function workerEnv(i: WorkerEnvInput): Record<string, string> {
     RUNPOD_DC_ID: i.dataCenterId,
     RUNPOD_GPU_COUNT: String(i.gpuIndices.length),
     RUNPOD_GPU_TYPE_ID: i.gpuTypeId,
+    // A CPU worker's size, as the hosted pods name theirs (code sizes its process pools by RUNPOD_CPU_COUNT, as
+    // axolotl does); the Docker and Kubernetes executors confine it to that. A GPU worker is not confined: none.
+    ...(cpu ? { RUNPOD_CPU_COUNT: String(cpu.vcpus), RUNPOD_MEM_GB: String(cpu.memoryMb / 1024) } : {}),
     // Workers must start on machines without internet: the SDK's network fitness check dials 8.8.8.8 (spec §1.2).
     RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true',
     ...(i.gpuIndices.length === 0 ? { RUNPOD_SKIP_GPU_CHECK: 'true' } : {}),

@@ -1,9 +1,16 @@
 // The size of a CPU endpoint's worker (its first instance's vCPUs and memory), which the Docker and Kubernetes
-// executors confine the worker to, and the changes to it that outdate running workers.
+// executors confine the worker to and its environment names, and the changes to it that outdate running workers.
 
 import { describe, expect, it } from 'vitest';
 
-import { cpuWorkerSize, ENDPOINT_DEFAULTS, endpointVersionChanged, type Endpoint } from '../../src/domain/index.ts';
+import {
+  cpuWorkerSize,
+  ENDPOINT_DEFAULTS,
+  endpointVersionChanged,
+  TEMPLATE_DEFAULTS,
+  type Endpoint,
+} from '../../src/domain/index.ts';
+import { workerEnv } from '../../src/fleet/worker-env.ts';
 
 const endpoint = (extra: Partial<Endpoint>): Endpoint => ({
   ...structuredClone(ENDPOINT_DEFAULTS),
@@ -62,5 +69,31 @@ describe('endpointVersionChanged and the CPU size', () => {
     expect(endpointVersionChanged(before, { ...before, instanceIds: ['cpu3c-2-4', 'cpu3g-2-8', 'cpu3c-2-4'] })).toBe(
       false,
     );
+  });
+});
+
+describe('the worker environment names the size, as a hosted pod’s does', () => {
+  const envOf = (e: Endpoint) =>
+    workerEnv({
+      publicUrl: 'http://127.0.0.1:8080',
+      endpoint: e,
+      template: { ...TEMPLATE_DEFAULTS, id: 't000000001', userId: 'u1', name: 't', imageName: 'i', createdAt: 0 },
+      workerId: 'w0000000000001',
+      workerKey: 'k',
+      pingIntervalMs: 1000,
+      gpuTypeId: '',
+      gpuIndices: [],
+      dataCenterId: 'EU-RO-1',
+    });
+
+  it('RUNPOD_CPU_COUNT and RUNPOD_MEM_GB for a CPU worker: its instance’s', () => {
+    const env = envOf(endpoint({ computeType: 'CPU', cpuFlavorIds: ['cpu3g'], vcpuCount: 4, instanceIds: [] }));
+    expect(env).toMatchObject({ RUNPOD_CPU_COUNT: '4', RUNPOD_MEM_GB: '16', RUNPOD_GPU_COUNT: '0' });
+  });
+
+  it('neither for a GPU worker, which is not confined to a size', () => {
+    const env = envOf(endpoint({ computeType: 'GPU' }));
+    expect(env.RUNPOD_CPU_COUNT).toBeUndefined();
+    expect(env.RUNPOD_MEM_GB).toBeUndefined();
   });
 });
