@@ -311,6 +311,9 @@ describe('saveEndpoint fields and modify semantics', () => {
       ['gpuIds: "AMPERE_16,-NVIDIA Nope"', /NVIDIA Nope/],
       ['locations: "XX"', /locations/],
       ['instanceIds: ["gpu-1-2"]', /instanceIds/],
+      // No memory is no instance: its worker was sized from nothing, neither its vCPUs nor its memory confined.
+      ['instanceIds: ["cpu3c-2-0"]', /instanceIds.*cpu3c-2-0/],
+      ['instanceIds: ["cpu3c-2-4", "cpu3g-2-00"]', /instanceIds.*cpu3g-2-00/],
       ['scalerType: "FAST"', /scalerType/],
       ['type: "XB"', /type/],
       ['idleTimeout: 0', /idleTimeout/],

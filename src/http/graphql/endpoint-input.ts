@@ -163,6 +163,9 @@ function cpuFields(list: ReadonlyArray<string | null> | null | undefined): Parti
         `'${id}' is not an instance id like cpu3g-4-16 (flavors ${CPU_FLAVOR_IDS.join(', ')})`,
       );
     }
+    // No memory is no instance (RunPod's have vCPUs x the flavor's GB per vCPU): its worker would be sized from
+    // nothing, confined to neither vCPUs nor memory (domain cpuWorkerSize).
+    if (Number(m[3]) < 1) throw invalid('instanceIds', `'${id}' has no memory (GB)`);
     if (!flavors.includes(m[1]!)) flavors.push(m[1]!);
     vcpuCount ||= intIn('instanceIds', Number(m[2]), 1, 512);
   }
