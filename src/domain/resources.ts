@@ -252,10 +252,13 @@ export function cpuInstanceIds(
   const parts = e.instanceIds.map((id) => /^(cpu\d[a-z])-(\d+)-\d+$/.exec(id));
   // Sizes may differ between the instances (flash's CpuInstanceType: cpu3c-2-4 and cpu3c-4-8); the endpoint's
   // vcpuCount is its first one's, as GraphQL's saveEndpoint sets it. Regenerating them from the flavors and one vCPU
-  // count dropped or resized the others, and the client that sent them saw drift on every save.
+  // count dropped or resized the others, and the client that sent them saw drift on every save. The first instance
+  // is also of the first flavor, which the workers are billed and shown as (REST's cpuFlavorId) and sized from
+  // (cpuWorkerSize): a REST PATCH that reorders cpuFlavorIds regenerates them in its order.
   const current =
     e.instanceIds.length > 0 &&
     parts.every((m) => m !== null && e.cpuFlavorIds.includes(m[1]!)) &&
+    parts[0]![1] === e.cpuFlavorIds[0] &&
     Number(parts[0]![2]) === e.vcpuCount &&
     e.cpuFlavorIds.every((f) => parts.some((m) => m![1] === f));
   if (current) return e.instanceIds;

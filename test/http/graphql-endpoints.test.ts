@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DATA_CENTER_IDS } from '../../src/domain/index.ts';
+import { cpuWorkerSize, DATA_CENTER_IDS } from '../../src/domain/index.ts';
+import { billedCpuFlavor } from '../../src/engine/billing.ts';
 import { gql } from '../helpers/graphql.ts';
 import { request, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.ts';
 
@@ -207,6 +208,23 @@ describe('saveEndpoint fields and modify semantics', () => {
       vcpuCount: 4,
     });
     expect(patched.json.instanceIds).toEqual(['cpu3g-4-16', 'cpu5c-4-8']);
+  });
+
+  it('a REST reorder of cpuFlavorIds makes the new first flavor the instance every worker is sized, billed and read as', async () => {
+    const save = `mutation Save($input: EndpointInput!) { saveEndpoint(input: $input) { id instanceIds } }`;
+    const input = { name: 'reorder', templateId, instanceIds: ['cpu3c-2-4', 'cpu3g-2-8'] };
+    const { id } = ok(await run(save, { input }), 'saveEndpoint');
+    const before = (await t.server.store.getEndpoint(null, id))!;
+    const patched = await t.api('PATCH', `/v1/endpoints/${id}`, { cpuFlavorIds: ['cpu3g', 'cpu3c'] });
+    expect(patched.status, patched.text).toBe(200);
+    const after = (await t.server.store.getEndpoint(null, id))!;
+    // REST shows cpu3g first and bills cpu3g: the worker is cpu3g's 2 vCPUs with 8 GB, not cpu3c's 4 GB.
+    expect(after.cpuFlavorIds).toEqual(['cpu3g', 'cpu3c']);
+    expect(billedCpuFlavor({ gpuCount: 0 }, after)).toBe('cpu3g');
+    expect(cpuWorkerSize(after)).toEqual({ vcpus: 2, memoryMb: 8 * 1024 });
+    expect(after.version).toBe(before.version + 1);
+    const read = `query { myself { endpoint(id: "${id}") { instanceIds } } }`;
+    expect(ok(await run(read), 'myself').endpoint.instanceIds).toEqual(['cpu3g-2-8', 'cpu3c-2-4']);
   });
 
   it('an endpoint made over REST without a name can be saved back as read (name ""); a new one still needs one', async () => {

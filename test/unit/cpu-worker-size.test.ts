@@ -48,6 +48,16 @@ describe('cpuWorkerSize', () => {
     expect(cpuWorkerSize(e)).toEqual({ vcpus: 2, memoryMb: 4096 });
   });
 
+  it('cpuFlavorIds reordered over REST: the new first flavor’s, which the workers are billed and shown as', () => {
+    const e = endpoint({
+      computeType: 'CPU',
+      cpuFlavorIds: ['cpu3g', 'cpu3c'],
+      vcpuCount: 2,
+      instanceIds: ['cpu3c-2-4', 'cpu3g-2-8'],
+    });
+    expect(cpuWorkerSize(e)).toEqual({ vcpus: 2, memoryMb: 8192 });
+  });
+
   it('none for a GPU endpoint', () => {
     expect(cpuWorkerSize(endpoint({ computeType: 'GPU', cpuFlavorIds: [], instanceIds: [] }))).toBeNull();
   });
@@ -62,7 +72,15 @@ describe('endpointVersionChanged and the CPU size', () => {
   });
 
   it('outdates the workers when the first instance, and with it the memory, changes', () => {
-    expect(endpointVersionChanged(before, { ...before, instanceIds: ['cpu3g-2-8', 'cpu3c-2-4'] })).toBe(true);
+    // Its memory alone (flavors and vCPUs the same); a reorder (GraphQL reorders cpuFlavorIds with it) is a change too.
+    expect(endpointVersionChanged(before, { ...before, instanceIds: ['cpu3c-2-8', 'cpu3g-2-8'] })).toBe(true);
+    expect(
+      endpointVersionChanged(before, {
+        ...before,
+        cpuFlavorIds: ['cpu3g', 'cpu3c'],
+        instanceIds: ['cpu3g-2-8', 'cpu3c-2-4'],
+      }),
+    ).toBe(true);
   });
 
   it('leaves them when only a later instance changes', () => {
