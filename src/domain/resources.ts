@@ -262,7 +262,9 @@ export function cpuInstanceIds(
     Number(parts[0]![2]) === e.vcpuCount &&
     e.cpuFlavorIds.every((f) => parts.some((m) => m![1] === f));
   if (current) return e.instanceIds;
-  return e.cpuFlavorIds.map((f) => `${f}-${e.vcpuCount}-${e.vcpuCount * (CPU_GB_PER_VCPU[f.slice(-1)] ?? 4)}`);
+  // No flavor at all (a row written before REST added the default): the default flavor's, as billing reads it.
+  const flavors = e.cpuFlavorIds.length > 0 ? e.cpuFlavorIds : [DEFAULT_CPU_FLAVOR];
+  return flavors.map((f) => `${f}-${e.vcpuCount}-${e.vcpuCount * (CPU_GB_PER_VCPU[f.slice(-1)] ?? 4)}`);
 }
 
 /**

@@ -58,6 +58,13 @@ describe('cpuWorkerSize', () => {
     expect(cpuWorkerSize(e)).toEqual({ vcpus: 2, memoryMb: 8192 });
   });
 
+  it('a CPU endpoint stored with no flavor (written before REST added the default): the default flavor’s', () => {
+    expect(cpuWorkerSize(endpoint({ computeType: 'CPU', cpuFlavorIds: [], vcpuCount: 2, instanceIds: [] }))).toEqual({
+      vcpus: 2,
+      memoryMb: 4096,
+    });
+  });
+
   it('none for a GPU endpoint', () => {
     expect(cpuWorkerSize(endpoint({ computeType: 'GPU', cpuFlavorIds: [], instanceIds: [] }))).toBeNull();
   });
