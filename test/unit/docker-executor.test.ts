@@ -28,6 +28,8 @@ class FakeEngine {
   calls: Array<[string, ...unknown[]]> = [];
   bodies: any[] = [];
   refuseStorageOpt = false;
+  /** What inspecting an exited container says of an OOM kill. */
+  oomKilled = false;
   hasShell = true;
   failPull: string | null = null;
   /** Repositories that pull only with these credentials, as a private registry's. */
@@ -89,7 +91,7 @@ class FakeEngine {
     return {
       Id: id,
       Name: id,
-      State: { Status: 'exited', Running: false, ExitCode: 0, OOMKilled: false },
+      State: { Status: 'exited', Running: false, ExitCode: 0, OOMKilled: this.oomKilled },
       Config: { Labels: {} },
     };
   }
@@ -203,6 +205,33 @@ describe('the container the docker executor creates', () => {
     expect(big.NanoCpus).toBeUndefined();
     expect(capped).toMatchObject({ CpuQuota: 100_000, Memory: 2048 * 1024 * 1024 });
     expect(small).toMatchObject({ CpuQuota: 100_000, Memory: 1024 * 1024 * 1024 });
+  });
+
+  it('an OOM kill is logged with the limit the worker had, or that it had none', async () => {
+    engine.oomKilled = true;
+    const logs: string[] = [];
+    const exits: Array<Promise<void>> = [];
+    for (const [i, [cap, cpu]] of (
+      [
+        [0, { vcpus: 1, memoryMb: 2048 }],
+        [1024, undefined],
+        [0, undefined],
+      ] as const
+    ).entries()) {
+      let exited!: () => void;
+      exits.push(new Promise<void>((res) => (exited = res)));
+      await executor({ memoryMb: cap }).start(spec({ workerId: `w000000000000${i}`, ...(cpu ? { cpu } : {}) }), {
+        onLog: (_stream, line) => logs.push(line),
+        onExit: () => exited(),
+      });
+      engine.exit(`c${i + 1}`, 137);
+      await exits[i];
+    }
+    expect(logs.filter((l) => l.includes('out of memory'))).toEqual([
+      '[wharf] the container ran out of memory (limit 2048 MiB) and was killed',
+      '[wharf] the container ran out of memory (limit 1024 MiB) and was killed',
+      '[wharf] the container ran out of memory (no limit set: the host ran out) and was killed',
+    ]);
   });
 
   it('a kept FlashBoot container is reused only for a worker of the same CPU size', async () => {

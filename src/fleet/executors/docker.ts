@@ -501,7 +501,7 @@ export class DockerExecutor implements Executor {
         safely(() =>
           hooks.onLog(
             'stderr',
-            `[wharf] the container ran out of memory (limit ${workerMemoryMb(this.o.memoryMb, spec)} MiB) and was killed`,
+            `[wharf] the container ran out of memory (${memoryLimitText(workerMemoryMb(this.o.memoryMb, spec))}) and was killed`,
           ),
         );
       }
@@ -589,6 +589,11 @@ interface ContainerBody {
     StorageOpt?: Record<string, string>;
     DeviceRequests?: Array<{ Driver: string; DeviceIDs: string[]; Capabilities: string[][] }>;
   };
+}
+
+/** What an OOM kill's log line says of the limit: a container without one was killed by the host's OOM killer. */
+function memoryLimitText(mb: number): string {
+  return mb > 0 ? `limit ${mb} MiB` : 'no limit set: the host ran out';
 }
 
 /** The CFS period of a CPU worker's quota: Docker's default, 100 ms. */
