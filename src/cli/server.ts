@@ -387,6 +387,7 @@ async function createExecutor(
         compileCacheDir: join(dataDir, 'node-compile-cache'),
         owners: config.processExecutorUsers,
         spareHomeDir: join(dataDir, 'worker-home'),
+        cgroups: config.workerCgroups,
         warn,
       });
     case 'docker': {

@@ -227,6 +227,15 @@ export const SETTINGS = [
     doc: 'Whose endpoints the process executor runs. Its workers run as the server’s OS user and can read its data directory (keys, database): admin users only, or every user (one trusted team).',
   },
   {
+    key: 'workerCgroups',
+    flag: '--worker-cgroups',
+    env: 'WHARF_WORKER_CGROUPS',
+    kind: 'enum',
+    default: 'auto',
+    values: ['auto', 'off'],
+    doc: 'Process executor: each worker in a cgroup of its own, so a stop reaches every process it started and a CPU worker is confined to its instance’s vCPUs and memory. auto: where cgroups are writable (root, or a delegated cgroup), else the server says once why not; off: never.',
+  },
+  {
     key: 'dockerSocket',
     flag: '--docker-socket',
     env: 'WHARF_DOCKER_SOCKET',

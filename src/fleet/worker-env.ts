@@ -72,7 +72,7 @@ export function workerEnv(i: WorkerEnvInput): Record<string, string> {
     RUNPOD_GPU_COUNT: String(i.gpuIndices.length),
     RUNPOD_GPU_TYPE_ID: i.gpuTypeId,
     // A CPU worker's size, as the hosted pods name theirs (code sizes its process pools by RUNPOD_CPU_COUNT, as
-    // axolotl does); the Docker and Kubernetes executors confine it to that. A GPU worker is not confined: none.
+    // axolotl does); the executors confine it to that (the process executor where it has cgroups). A GPU worker is not confined: none.
     ...(cpu ? { RUNPOD_CPU_COUNT: String(cpu.vcpus), RUNPOD_MEM_GB: String(cpu.memoryMb / 1024) } : {}),
     // Workers must start on machines without internet: the SDK's network fitness check dials 8.8.8.8 (spec §1.2).
     RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true',

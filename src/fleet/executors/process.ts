@@ -13,9 +13,10 @@
  * A pid file per worker lets the next supervisor find workers that a crashed one left running.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { accessSync, constants, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
 
+import { inCgroupArgv, WorkerCgroups, type WorkerCgroup } from './cgroups.ts';
 import { safely, sleep, waitFor } from './waits.ts';
 import type { Executor, ExecutorHooks, RunningWorker, WorkerSpec, ImageOwner } from './types.ts';
 
@@ -58,8 +59,16 @@ export interface ProcessExecutorOptions {
    * when needed. Default: none, HOME is kept.
    */
   spareHomeDir?: string;
-  /** Told once, at construction, when the workers get spareHomeDir as their HOME. */
+  /** Told once, at construction, when the workers get spareHomeDir as their HOME, or run without cgroups. */
   warn?: (message: string) => void;
+  /**
+   * Each worker in a cgroup of its own (cgroups.ts): its stop reaches every process it started, and a CPU worker is
+   * confined to its instance's vCPUs and memory. `auto` uses them where they are writable (root, or a delegated
+   * cgroup) and says once when they are not; `off` never. Default here: `off` (the server passes `auto`).
+   */
+  cgroups?: 'auto' | 'off';
+  /** Tests: the v2 hierarchy of a hybrid host instead of v1 (see WorkerCgroups.open). */
+  cgroupVersion?: 1 | 2;
 }
 
 /**
@@ -93,6 +102,27 @@ interface Tracked {
   exited: Promise<void>;
 }
 
+/** The file a command names, as execvp would find it (the child's PATH, its cwd): null when none can be run. */
+export function resolveCommand(command: string, cwd: string, path: string | undefined): string | null {
+  const runnable = (file: string) => {
+    try {
+      accessSync(file, constants.X_OK);
+      return statSync(file).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (command.includes('/')) {
+    const file = isAbsolute(command) ? command : resolve(cwd, command);
+    return runnable(file) ? file : null;
+  }
+  for (const dir of (path ?? '').split(delimiter)) {
+    const file = resolve(cwd, dir === '' ? '.' : dir, command);
+    if (runnable(file)) return file;
+  }
+  return null;
+}
+
 interface PidRecord {
   pid: number;
   workerId: string;
@@ -109,6 +139,8 @@ export class ProcessExecutor implements Executor {
   private readonly compileCacheDir: string | undefined;
   private readonly owners: 'admins' | 'all';
   private readonly running = new Map<string, Tracked>();
+  /** null: workers run without cgroups (turned off, or none writable here). */
+  private readonly cgroups: WorkerCgroups | null;
   private closing = false;
 
   constructor(opts: ProcessExecutorOptions) {
@@ -132,6 +164,24 @@ export class ProcessExecutor implements Executor {
     this.orphanGraceMs = opts.orphanGraceMs ?? 5_000;
     this.compileCacheDir = opts.compileCacheDir;
     this.owners = opts.owners ?? 'all';
+    this.cgroups = null;
+    if ((opts.cgroups ?? 'off') === 'auto') {
+      const opened = WorkerCgroups.open(this.stateDir, { prefer: opts.cgroupVersion });
+      if (typeof opened === 'string') {
+        opts.warn?.(
+          `process workers run without cgroups (${opened}): a stop reaches their process group and marked ` +
+            'descendants only, and CPU workers are not confined to their instance’s vCPUs and memory',
+        );
+      } else {
+        this.cgroups = opened;
+        if (!opened.confines) {
+          opts.warn?.(
+            `process workers run in cgroups (v${opened.version}) without the cpu and memory controllers: CPU ` +
+              'workers are not confined to their instance’s vCPUs and memory',
+          );
+        }
+      }
+    }
   }
 
   validateImage(imageName: string, owner?: ImageOwner): string | null {
@@ -161,9 +211,25 @@ export class ProcessExecutor implements Executor {
     if (!isDirectory(dir)) throw new Error(`imageName ${spec.imageName}: ${dir} is not a directory on this node`);
     mkdirSync(this.stateDir, { recursive: true });
 
-    const child = spawn(first === 'node' ? this.nodePath : first, args, {
+    const env = this.workerEnv(spec);
+    let command = first === 'node' ? this.nodePath : first;
+    let argv = args;
+    let cgroup: WorkerCgroup | null = null;
+    if (this.cgroups) {
+      // The shell that joins the cgroup execs the command: a command that cannot run must fail the start here, as
+      // spawn's own ENOENT does without cgroups, not as the shell's exit 127 later.
+      const file = resolveCommand(command, dir, env.PATH);
+      if (file === null) {
+        throw new Error(
+          `could not start worker ${spec.workerId}: spawn ${command} ENOENT (command '${first}', cwd ${dir})`,
+        );
+      }
+      cgroup = this.cgroups.create(spec.workerId, spec.cpu);
+      [command, argv] = inCgroupArgv(cgroup.procsFiles(), file, args);
+    }
+    const child = spawn(command, argv, {
       cwd: dir,
-      env: this.workerEnv(spec),
+      env,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -172,6 +238,7 @@ export class ProcessExecutor implements Executor {
       const err = await new Promise<Error>((res) => child.once('error', res));
       child.stdout.destroy();
       child.stderr.destroy();
+      cgroup?.remove();
       throw new Error(`could not start worker ${spec.workerId}: ${err.message} (command '${first}', cwd ${dir})`, {
         cause: err,
       });
@@ -185,6 +252,7 @@ export class ProcessExecutor implements Executor {
     } catch (e) {
       // Without its pid file a worker could outlive a crash unnoticed: do not run it at all.
       signalGroup(pid, 'SIGKILL');
+      cgroup?.signal('SIGKILL');
       throw new Error(`could not write ${pidFile}: ${(e as Error).message}`, { cause: e });
     }
 
@@ -201,8 +269,11 @@ export class ProcessExecutor implements Executor {
       child.once('exit', (code, signal) => {
         reaped = true;
         signalGroup(pid, 'SIGKILL');
-        signalEscaped(spec.workerId, pid, 'SIGKILL');
-        void waitFor(closed, PIPE_DRAIN_MS).then(() => {
+        signalLeftGroup(spec.workerId, pid, cgroup, 'SIGKILL');
+        // The cgroup empties as the killed processes die: waited for with the pipes, so that once onExit runs
+        // nothing of the worker holds its GPU any more.
+        const emptied = cgroup ? untilRemoved(cgroup, PIPE_DRAIN_MS) : Promise.resolve();
+        void Promise.all([waitFor(closed, PIPE_DRAIN_MS), emptied]).then(() => {
           child.stdout.destroy();
           child.stderr.destroy();
           out.flush();
@@ -224,9 +295,10 @@ export class ProcessExecutor implements Executor {
           // Once reaped, the pid may belong to someone else: only wait for the exit bookkeeping.
           if (reaped) return exited;
           signalGroup(pid, 'SIGTERM');
-          signalEscaped(spec.workerId, pid, 'SIGTERM');
+          signalLeftGroup(spec.workerId, pid, cgroup, 'SIGTERM');
           if (await waitFor(exited, graceMs)) return;
           signalGroup(pid, 'SIGKILL');
+          signalLeftGroup(spec.workerId, pid, cgroup, 'SIGKILL');
           await waitFor(exited, KILL_WAIT_MS);
         })();
         return stopping;
@@ -240,6 +312,7 @@ export class ProcessExecutor implements Executor {
     // Refuse new starts first: a start racing with shutdown would otherwise leave a worker nobody stops.
     this.closing = true;
     await Promise.all([...this.running.values()].map((t) => t.worker.stop(opts)));
+    this.cgroups?.close();
   }
 
   async cleanupOrphans(): Promise<number> {
@@ -264,7 +337,15 @@ export class ProcessExecutor implements Executor {
           return killed;
         }),
     );
-    return results.filter(Boolean).length;
+    // What is left in the cgroups of workers no pid file named (a crash between the cgroup and the pid file, or a
+    // descendant of a killed orphan that escaped it): killed, and the cgroups removed.
+    let swept = 0;
+    for (const [workerId, cgroup] of this.cgroups?.leftovers() ?? []) {
+      if (this.running.has(workerId)) continue;
+      if (cgroup.signal('SIGKILL') > 0) swept++;
+      await untilRemoved(cgroup, KILL_WAIT_MS);
+    }
+    return results.filter(Boolean).length + swept;
   }
 
   private workerEnv(spec: WorkerSpec): Record<string, string> {
@@ -350,6 +431,18 @@ class OrphanMembers {
 }
 
 /** Signal the worker's processes that left its process group (see the header); its group is signalled apart. */
+/**
+ * The worker's processes outside its process group, each signalled once (a second SIGTERM makes some workers quit
+ * their graceful stop): with a cgroup, every member not in the group, whatever its environment; without, those that
+ * carry the worker's marker.
+ */
+function signalLeftGroup(workerId: string, pgid: number, cgroup: WorkerCgroup | null, signal: NodeJS.Signals): void {
+  if (cgroup === null) return signalEscaped(workerId, pgid, signal);
+  for (const pid of cgroup.members()) {
+    if (procStat(pid)?.pgrp !== pgid) signalProcess(pid, signal);
+  }
+}
+
 function signalEscaped(workerId: string, pgid: number, signal: NodeJS.Signals): void {
   for (const [pid] of markedProcesses(`WHARF_WORKER_ID=${workerId}`, (_, stat) => stat.pgrp !== pgid)) {
     signalProcess(pid, signal);
@@ -497,5 +590,15 @@ export class LineSplitter {
       this.buf = '';
       this.dropping = false;
     }
+  }
+}
+
+/** Removes the cgroup once its processes are gone, polling /sys until then or `ms`. */
+async function untilRemoved(cgroup: WorkerCgroup, ms: number): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!cgroup.remove()) {
+    if (performance.now() >= deadline) return;
+    cgroup.signal('SIGKILL');
+    await sleep(ORPHAN_POLL_MS);
   }
 }

@@ -20,7 +20,7 @@ export interface WorkerSpec {
   gpuIndices: string[];
   /**
    * A CPU endpoint's instance size (domain cpuWorkerSize): the vCPUs and memory its worker may use. Docker and
-   * Kubernetes confine the worker to it; the process executor cannot and runs it unconfined. Absent for a GPU worker.
+   * Kubernetes confine the worker to it, the process executor where it has cgroups (cgroups.ts). Absent for a GPU worker.
    */
   cpu?: { vcpus: number; memoryMb: number };
   /** The network volume's host path, when the endpoint has one. */

@@ -1,0 +1,215 @@
+// The process executor's workers in cgroups of their own (src/fleet/executors/cgroups.ts), on the real cgroup
+// filesystems of this host: v1 (this machine's memory and cpu hierarchies) and v2 (the unified hierarchy of a hybrid
+// host, which holds no controllers here: membership and kill only). A stop or a cleanup reaches a descendant that
+// left the process group and replaced its whole environment, which the process group and the environment marker
+// cannot; a CPU worker is confined to its instance's vCPUs and memory. Each version is skipped, with the reason
+// printed, where its hierarchy is not writable here (not root, a read-only /sys/fs/cgroup); .ci/run sets
+// WHARF_CGROUPS_EXPECTED=1 where it runs as root, and then a skip is a failure.
+
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+import { WorkerCgroups } from '../../src/fleet/executors/cgroups.ts';
+import { ProcessExecutor } from '../../src/fleet/executors/process.ts';
+import type { WorkerSpec } from '../../src/fleet/executors/types.ts';
+
+const EXECUTOR_MODULE = resolve(import.meta.dirname, '../../src/fleet/executors/process.ts');
+
+// A descendant that a process group and the WHARF_WORKER_ID marker both miss: a session of its own (setsid) and an
+// empty environment. It ignores SIGTERM and records its pid once the handler is in place.
+const HIDDEN = `process.on('SIGTERM', () => {});
+require('node:fs').writeFileSync(process.argv[1] + '.tmp', String(process.pid));
+require('node:fs').renameSync(process.argv[1] + '.tmp', process.argv[1]);
+setInterval(() => {}, 1000);`;
+
+const SCRIPTS: Record<string, string> = {
+  'hides.mjs': `import { spawn } from 'node:child_process';
+spawn(process.execPath, ['-e', ${JSON.stringify(HIDDEN)}, 'hidden-' + process.env.WHARF_WORKER_ID], {
+  stdio: 'ignore', detached: true, env: {},
+}).unref();
+process.on('SIGTERM', () => process.exit(0));
+setInterval(() => {}, 1000);`,
+  'where.mjs': `import { readFileSync } from 'node:fs';
+const own = readFileSync('/proc/self/cgroup', 'utf8').split('\\n').filter(Boolean);
+const memory = own.find((l) => /:memory:/.test(l));
+const cpu = own.find((l) => /:cpu[,:]/.test(l));
+const read = (f) => { try { return readFileSync(f, 'utf8').trim(); } catch { return null; } };
+const dir = (line, mount) => line && '/sys/fs/cgroup/' + mount + line.split(':')[2];
+console.log(JSON.stringify({ own,
+  quota: read(dir(cpu, 'cpu') + '/cpu.cfs_quota_us'), period: read(dir(cpu, 'cpu') + '/cpu.cfs_period_us'),
+  memory: read(dir(memory, 'memory') + '/memory.limit_in_bytes') }));`,
+  'supervisor.mjs': `import { ProcessExecutor } from ${JSON.stringify(EXECUTOR_MODULE)};
+const [stateDir, dir, version] = process.argv.slice(2);
+const ex = new ProcessExecutor({ stateDir, cgroups: 'auto', cgroupVersion: Number(version) });
+const w = await ex.start({ workerId: 'orphan1', endpointId: 'ep1', imageName: 'file://' + dir, entrypoint: ['node'],
+  startCmd: ['hides.mjs'], env: {}, gpuIndices: [] }, { onLog() {}, onExit() {} });
+console.log('worker ' + w.pid);
+setInterval(() => {}, 1000);`,
+};
+
+const expected = process.env.WHARF_CGROUPS_EXPECTED === '1';
+
+function alive(pid: number): boolean {
+  try {
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+async function until(cond: () => boolean, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+for (const version of [1, 2] as const) {
+  const probeDir = mkdtempSync(join(tmpdir(), 'wharf-cg-probe-'));
+  const probe = WorkerCgroups.open(probeDir, { prefer: version });
+  const unavailable = typeof probe === 'string' ? probe : null;
+  // A host with only the other version (a pure v2 host has no v1 hierarchy): nothing to expect of this one.
+  const otherVersion = typeof probe !== 'string' && probe.version !== version;
+  if (typeof probe !== 'string') probe.close();
+  rmSync(probeDir, { recursive: true, force: true });
+  const skip = otherVersion || (unavailable !== null && !expected);
+  if (skip) {
+    process.stdout.write(
+      `\n[cgroup v${version} tests skipped] ${unavailable ?? `this host has no cgroup v${version} hierarchy`}\n`,
+    );
+  }
+
+  describe.skipIf(skip)(`process workers in cgroups (v${version})`, () => {
+    let dir = '';
+    let stateDir = '';
+    let executors: ProcessExecutor[] = [];
+    const pids = new Set<number>();
+
+    const executor = (cgroups: 'auto' | 'off' = 'auto') => {
+      const ex = new ProcessExecutor({ stateDir, orphanGraceMs: 300, cgroups, cgroupVersion: version });
+      executors.push(ex);
+      return ex;
+    };
+    const start = async (ex: ProcessExecutor, over: Partial<WorkerSpec> = {}) => {
+      const logs: string[] = [];
+      let onExit: () => void = () => {};
+      const exit = new Promise<void>((r) => (onExit = r));
+      const worker = await ex.start(
+        {
+          workerId: 'w1',
+          endpointId: 'ep1',
+          imageName: `file://${dir}`,
+          entrypoint: ['node'],
+          startCmd: ['where.mjs'],
+          env: {},
+          gpuIndices: [],
+          ...over,
+        },
+        { onLog: (_s, l) => logs.push(l), onExit },
+      );
+      if (worker.pid) pids.add(worker.pid);
+      return { worker, logs, exit };
+    };
+    const hidden = async (workerId: string): Promise<number> => {
+      const file = join(dir, `hidden-${workerId}`);
+      await until(() => existsSync(file));
+      const pid = Number(readFileSync(file, 'utf8'));
+      pids.add(pid);
+      return pid;
+    };
+
+    beforeEach(() => {
+      expect(unavailable, 'cgroups expected here (WHARF_CGROUPS_EXPECTED=1)').toBeNull();
+      dir = mkdtempSync(join(tmpdir(), 'wharf-cg-'));
+      stateDir = join(dir, 'state');
+      for (const [name, text] of Object.entries(SCRIPTS)) writeFileSync(join(dir, name), text);
+    });
+    afterEach(async () => {
+      await Promise.all(executors.map((ex) => ex.stopAll({ graceMs: 100 })));
+      executors = [];
+      const leaked = [...pids].filter(alive);
+      for (const pid of leaked) process.kill(pid, 'SIGKILL');
+      pids.clear();
+      rmSync(dir, { recursive: true, force: true });
+      expect(leaked, 'processes left behind').toEqual([]);
+    });
+
+    it('a worker runs in a cgroup of its own, which goes when it exits; the server’s goes at stopAll', async () => {
+      const ex = executor();
+      const w = await start(ex);
+      await w.exit;
+      const seen = JSON.parse(w.logs[0] ?? '{}') as { own: string[] };
+      const line = seen.own.find((l) => (version === 1 ? /:memory:/.test(l) : l.startsWith('0::')));
+      expect(line).toMatch(/\/wharf-[0-9a-f]{16}\/w1$/);
+      const [base] = (WorkerCgroups.open(stateDir, { prefer: version }) as WorkerCgroups).leftovers().values();
+      expect(base).toBeUndefined(); // no worker cgroup left
+      await ex.stopAll({ graceMs: 100 });
+      const mount = version === 1 ? '/sys/fs/cgroup/memory' : '/sys/fs/cgroup/unified';
+      expect(existsSync(join(mount, line!.split(':')[2]!, '..'))).toBe(false);
+    });
+
+    it('a command that cannot run still fails the start, as without cgroups', async () => {
+      await expect(start(executor(), { entrypoint: [], startCmd: ['wharf-no-such-command-xyz'] })).rejects.toThrow(
+        /could not start.*ENOENT/,
+      );
+      expect([...(WorkerCgroups.open(stateDir, { prefer: version }) as WorkerCgroups).leftovers().keys()]).toEqual([]);
+    });
+
+    it('a stop reaches a descendant that left the process group and replaced its whole environment', async () => {
+      // Without cgroups it escapes (the control: this test can fail).
+      const off = await start(executor('off'), { workerId: 'woff', startCmd: ['hides.mjs'] });
+      const escaped = await hidden('woff');
+      await off.worker.stop({ graceMs: 1000 });
+      expect(alive(escaped)).toBe(true);
+      process.kill(escaped, 'SIGKILL');
+
+      const w = await start(executor(), { startCmd: ['hides.mjs'] });
+      const gc = await hidden('w1');
+      await w.worker.stop({ graceMs: 300 });
+      await w.exit;
+      await until(() => !alive(gc));
+    });
+
+    it('a crashed supervisor’s worker’s hidden descendant is killed by the next cleanup', async () => {
+      const sup = spawn(process.execPath, [join(dir, 'supervisor.mjs'), stateDir, dir, String(version)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      pids.add(sup.pid ?? 0);
+      const workerPid = await new Promise<number>((res, rej) => {
+        sup.stdout.setEncoding('utf8').on('data', (s: string) => {
+          const m = /worker (\d+)/.exec(s);
+          if (m) res(Number(m[1]));
+        });
+        sup.once('exit', () => rej(new Error('supervisor exited early')));
+      });
+      pids.add(workerPid);
+      const gc = await hidden('orphan1');
+      const supExit = new Promise((r) => sup.once('exit', r));
+      sup.kill('SIGKILL');
+      await supExit;
+
+      expect(await executor().cleanupOrphans()).toBeGreaterThanOrEqual(1);
+      await until(() => !alive(workerPid) && !alive(gc));
+      expect([...(WorkerCgroups.open(stateDir, { prefer: version }) as WorkerCgroups).leftovers().keys()]).toEqual([]);
+    });
+
+    it.skipIf(version === 2)('a CPU worker is confined to its instance’s vCPUs and memory', async () => {
+      const w = await start(executor(), { cpu: { vcpus: 3, memoryMb: 300 } });
+      await w.exit;
+      expect(JSON.parse(w.logs[0] ?? '{}')).toMatchObject({
+        quota: '300000',
+        period: '100000',
+        memory: String(300 * 1024 * 1024),
+      });
+      // A GPU worker (no size) is tracked, not limited.
+      const g = await start(executor(), { workerId: 'w2', gpuIndices: ['0'] });
+      await g.exit;
+      expect(JSON.parse(g.logs[0] ?? '{}')).toMatchObject({ quota: '-1' });
+    });
+  });
+}
