@@ -18,7 +18,8 @@ const unavailable = await pgUnavailable('Multi-node end-to-end test');
 const SECRET_KEY = randomBytes(32).toString('base64');
 const dirs: string[] = [];
 afterEach(async () => {
-  await killAll();
+  // Gracefully: a node killed outright would leave the workers its process executor started running.
+  await killAll({ graceMs: 10_000 });
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 afterAll(dropSchemas);

@@ -79,8 +79,19 @@ export function spawnProc(args: string[], env: Record<string, string | undefined
   return p;
 }
 
-/** SIGKILL every process spawned through this module that is still running, and wait for them to exit. */
-export async function killAll(): Promise<void> {
+/**
+ * SIGKILL every process spawned through this module that is still running, and wait for them to exit. With
+ * `graceMs`, SIGTERM first and SIGKILL only to those still running after it: a server then stops the workers its
+ * process executor started, which a SIGKILL leaves running (they belong to the next server's orphan cleanup).
+ */
+export async function killAll(opts: { graceMs?: number } = {}): Promise<void> {
+  if (opts.graceMs !== undefined) {
+    const procs = [...started];
+    await Promise.race([
+      Promise.all(procs.map((p) => p.kill('SIGTERM'))),
+      new Promise((r) => setTimeout(r, opts.graceMs)),
+    ]);
+  }
   await Promise.all([...started].map((p) => p.kill('SIGKILL')));
 }
 

@@ -198,18 +198,20 @@ for (const version of [1, 2] as const) {
       expect([...(WorkerCgroups.open(stateDir, { prefer: version }) as WorkerCgroups).leftovers().keys()]).toEqual([]);
     });
 
-    it.skipIf(version === 2)('a CPU worker is confined to its instance’s vCPUs and memory', async () => {
-      const w = await start(executor(), { cpu: { vcpus: 3, memoryMb: 300 } });
-      await w.exit;
-      expect(JSON.parse(w.logs[0] ?? '{}')).toMatchObject({
-        quota: '300000',
-        period: '100000',
-        memory: String(300 * 1024 * 1024),
+    // The hybrid v2 hierarchy holds no controllers here (v1 has them): the limits are checked on v1.
+    if (version === 1)
+      it('a CPU worker is confined to its instance’s vCPUs and memory', async () => {
+        const w = await start(executor(), { cpu: { vcpus: 3, memoryMb: 300 } });
+        await w.exit;
+        expect(JSON.parse(w.logs[0] ?? '{}')).toMatchObject({
+          quota: '300000',
+          period: '100000',
+          memory: String(300 * 1024 * 1024),
+        });
+        // A GPU worker (no size) is tracked, not limited.
+        const g = await start(executor(), { workerId: 'w2', gpuIndices: ['0'] });
+        await g.exit;
+        expect(JSON.parse(g.logs[0] ?? '{}')).toMatchObject({ quota: '-1' });
       });
-      // A GPU worker (no size) is tracked, not limited.
-      const g = await start(executor(), { workerId: 'w2', gpuIndices: ['0'] });
-      await g.exit;
-      expect(JSON.parse(g.logs[0] ?? '{}')).toMatchObject({ quota: '-1' });
-    });
   });
 }
