@@ -84,7 +84,24 @@ describe('listing and reading', () => {
     expect(more.json.template.imageName).toBe('file://./examples/echo-ts');
     expect(more.json.savingsPlans).toEqual([]);
     const cpu = await t.api('GET', '/v1/pods/cpuworker000001');
-    expect(cpu.json).toMatchObject({ computeType: 'CPU', cpuFlavorId: 'cpu5c', vcpuCount: 4, costPerHr: 0.08 });
+    expect(cpu.json).toMatchObject({
+      computeType: 'CPU',
+      cpuFlavorId: 'cpu5c',
+      vcpuCount: 4,
+      memoryInGb: 8, // cpu5c: 2 GB per vCPU
+      costPerHr: 0.08,
+    });
+    expect((await t.api('GET', '/v1/pods/gpuworker000001')).json.memoryInGb).toBeUndefined();
+    // GraphQL's pods show the same size.
+    const gql = await t.api('POST', '/graphql', {
+      query: '{ myself { pods { id vcpuCount memoryInGb } } }',
+    });
+    expect(gql.json.data.myself.pods).toEqual(
+      expect.arrayContaining([
+        { id: 'cpuworker000001', vcpuCount: 4, memoryInGb: 8 },
+        { id: 'gpuworker000001', vcpuCount: 0, memoryInGb: 0 },
+      ]),
+    );
     expect((await t.api('GET', '/v1/pods/gpuworker000002')).json.desiredStatus).toBe('EXITED');
   });
 

@@ -1,4 +1,5 @@
 import {
+  cpuWorkerSize,
   DATA_CENTER_IDS,
   DEFAULT_CPU_FLAVOR,
   type Endpoint,
@@ -54,6 +55,8 @@ export function workerPodView(w: WorkerRecord, running: number, e: Endpoint, x: 
   const gpuName = w.gpuTypeId && w.gpuCount > 0 ? gpuDisplayName(w.gpuTypeId) : undefined;
   const costPerHr = x.costPerHr ?? 0;
   const t = x.template;
+  // A CPU worker's size: its endpoint's first instance's, which the executors confine it to.
+  const size = cpuWorkerSize(e);
   return {
     id: w.id,
     name: `${e.name || e.id}-worker-${w.id}`,
@@ -72,7 +75,8 @@ export function workerPodView(w: WorkerRecord, running: number, e: Endpoint, x: 
         }
       : undefined,
     cpuFlavorId: e.computeType === 'CPU' ? (e.cpuFlavorIds[0] ?? DEFAULT_CPU_FLAVOR) : undefined,
-    vcpuCount: e.computeType === 'CPU' ? e.vcpuCount : undefined,
+    vcpuCount: size?.vcpus,
+    memoryInGb: size ? size.memoryMb / 1024 : undefined,
     costPerHr,
     adjustedCostPerHr: costPerHr,
     image: t?.imageName,

@@ -3,7 +3,7 @@
  * `podTerminate` retire a worker, and the mutations that create, resume or change a pod answer PODS_NOT_SUPPORTED (their
  * inputs are in the schema so that the clients' documents validate and get that answer rather than a 400).
  */
-import type { Endpoint, Template, WorkerRecord } from '../../../domain/index.ts';
+import { cpuWorkerSize, type Endpoint, type Template, type WorkerRecord } from '../../../domain/index.ts';
 import { WharfError } from '../../../errors/index.ts';
 import { required, type GqlContext, type ResolverMap } from '../context.ts';
 import { dockerArgsOf } from '../template-input.ts';
@@ -12,6 +12,8 @@ import { gpuDisplayName } from '../../rest/views.ts';
 function podView(ctx: GqlContext, w: WorkerRecord, e: Endpoint, t: Template | null) {
   const now = ctx.deps.engine.clock.now();
   const uptimeSeconds = w.retired ? 0 : Math.max(0, Math.floor((now - w.createdAt) / 1000));
+  // A CPU worker's size: its endpoint's first instance's, which the executors confine it to. A GPU worker has none.
+  const size = cpuWorkerSize(e);
   return {
     id: w.id,
     name: `${e.name || e.id}-worker-${w.id}`,
@@ -24,8 +26,8 @@ function podView(ctx: GqlContext, w: WorkerRecord, e: Endpoint, t: Template | nu
     // Pod env is a list of "KEY=value" strings (the SDKs select it without a sub-selection).
     env: Object.entries({ ...t?.env, ...e.env }).map(([k, v]) => `${k}=${v}`),
     gpuCount: w.gpuCount,
-    vcpuCount: e.computeType === 'CPU' ? e.vcpuCount : 0,
-    memoryInGb: 0,
+    vcpuCount: size?.vcpus ?? 0,
+    memoryInGb: size ? size.memoryMb / 1024 : 0,
     containerDiskInGb: t?.containerDiskInGb ?? null,
     volumeInGb: t?.volumeInGb ?? 0,
     volumeMountPath: t?.volumeMountPath ?? null,
