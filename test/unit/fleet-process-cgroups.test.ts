@@ -7,6 +7,7 @@
 // WHARF_CGROUPS_EXPECTED=1 where it runs as root, and then a skip is a failure.
 
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -18,6 +19,12 @@ import { ProcessExecutor } from '../../src/fleet/executors/process.ts';
 import type { WorkerSpec } from '../../src/fleet/executors/types.ts';
 
 const EXECUTOR_MODULE = resolve(import.meta.dirname, '../../src/fleet/executors/process.ts');
+
+// Worker ids of this run only: an executor without cgroups (fleet-process-executor.test.ts, run in parallel) kills, at
+// its worker's exit and in its orphan cleanup, every process of this user whose environment names its worker id
+// (WHARF_WORKER_ID=w1), which would be this file's workers if they shared their ids.
+const RUN = randomBytes(4).toString('hex');
+const W1 = `w1-${RUN}`;
 
 // A descendant that a process group and the WHARF_WORKER_ID marker both miss: a session of its own (setsid) and an
 // empty environment. It ignores SIGTERM and records its pid once the handler is in place.
@@ -43,9 +50,9 @@ console.log(JSON.stringify({ own,
   quota: read(dir(cpu, 'cpu') + '/cpu.cfs_quota_us'), period: read(dir(cpu, 'cpu') + '/cpu.cfs_period_us'),
   memory: read(dir(memory, 'memory') + '/memory.limit_in_bytes') }));`,
   'supervisor.mjs': `import { ProcessExecutor } from ${JSON.stringify(EXECUTOR_MODULE)};
-const [stateDir, dir, version] = process.argv.slice(2);
+const [stateDir, dir, version, workerId] = process.argv.slice(2);
 const ex = new ProcessExecutor({ stateDir, cgroups: 'auto', cgroupVersion: Number(version) });
-const w = await ex.start({ workerId: 'orphan1', endpointId: 'ep1', imageName: 'file://' + dir, entrypoint: ['node'],
+const w = await ex.start({ workerId, endpointId: 'ep1', imageName: 'file://' + dir, entrypoint: ['node'],
   startCmd: ['hides.mjs'], env: {}, gpuIndices: [] }, { onLog() {}, onExit() {} });
 console.log('worker ' + w.pid);
 setInterval(() => {}, 1000);`,
@@ -101,7 +108,7 @@ for (const version of [1, 2] as const) {
       const exit = new Promise<void>((r) => (onExit = r));
       const worker = await ex.start(
         {
-          workerId: 'w1',
+          workerId: W1,
           endpointId: 'ep1',
           imageName: `file://${dir}`,
           entrypoint: ['node'],
@@ -145,7 +152,7 @@ for (const version of [1, 2] as const) {
       await w.exit;
       const seen = JSON.parse(w.logs[0] ?? '{}') as { own: string[] };
       const line = seen.own.find((l) => (version === 1 ? /:memory:/.test(l) : l.startsWith('0::')));
-      expect(line).toMatch(/\/wharf-[0-9a-f]{16}\/w1$/);
+      expect(line).toMatch(new RegExp(`/wharf-[0-9a-f]{16}/${W1}$`));
       const [base] = (WorkerCgroups.open(stateDir, { prefer: version }) as WorkerCgroups).leftovers().values();
       expect(base).toBeUndefined(); // no worker cgroup left
       await ex.stopAll({ graceMs: 100 });
@@ -162,23 +169,27 @@ for (const version of [1, 2] as const) {
 
     it('a stop reaches a descendant that left the process group and replaced its whole environment', async () => {
       // Without cgroups it escapes (the control: this test can fail).
-      const off = await start(executor('off'), { workerId: 'woff', startCmd: ['hides.mjs'] });
-      const escaped = await hidden('woff');
+      const off = await start(executor('off'), { workerId: `woff-${RUN}`, startCmd: ['hides.mjs'] });
+      const escaped = await hidden(`woff-${RUN}`);
       await off.worker.stop({ graceMs: 1000 });
       expect(alive(escaped)).toBe(true);
       process.kill(escaped, 'SIGKILL');
 
       const w = await start(executor(), { startCmd: ['hides.mjs'] });
-      const gc = await hidden('w1');
+      const gc = await hidden(W1);
       await w.worker.stop({ graceMs: 300 });
       await w.exit;
       await until(() => !alive(gc));
     });
 
     it('a crashed supervisor’s worker’s hidden descendant is killed by the next cleanup', async () => {
-      const sup = spawn(process.execPath, [join(dir, 'supervisor.mjs'), stateDir, dir, String(version)], {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
+      const sup = spawn(
+        process.execPath,
+        [join(dir, 'supervisor.mjs'), stateDir, dir, String(version), `orphan1-${RUN}`],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
       pids.add(sup.pid ?? 0);
       const workerPid = await new Promise<number>((res, rej) => {
         sup.stdout.setEncoding('utf8').on('data', (s: string) => {
@@ -188,7 +199,7 @@ for (const version of [1, 2] as const) {
         sup.once('exit', () => rej(new Error('supervisor exited early')));
       });
       pids.add(workerPid);
-      const gc = await hidden('orphan1');
+      const gc = await hidden(`orphan1-${RUN}`);
       const supExit = new Promise((r) => sup.once('exit', r));
       sup.kill('SIGKILL');
       await supExit;
@@ -209,7 +220,7 @@ for (const version of [1, 2] as const) {
           memory: String(300 * 1024 * 1024),
         });
         // A GPU worker (no size) is tracked, not limited.
-        const g = await start(executor(), { workerId: 'w2', gpuIndices: ['0'] });
+        const g = await start(executor(), { workerId: `w2-${RUN}`, gpuIndices: ['0'] });
         await g.exit;
         expect(JSON.parse(g.logs[0] ?? '{}')).toMatchObject({ quota: '-1' });
       });
