@@ -160,6 +160,22 @@ for (const version of [1, 2] as const) {
       expect(existsSync(join(mount, line!.split(':')[2]!, '..'))).toBe(false);
     });
 
+    it('after a stopAll, the next start runs its worker in a cgroup again (a multi-node leader regained)', async () => {
+      // The supervisor's stop on losing the leadership stops every worker (stopAll, which removes the server's
+      // directory); on regaining it, it cleans up and starts workers with the same executor.
+      const ex = executor();
+      await (
+        await start(ex)
+      ).exit;
+      await ex.stopAll({ graceMs: 100 });
+      await ex.cleanupOrphans();
+      const w = await start(ex, { workerId: `again-${RUN}` });
+      await w.exit;
+      const seen = JSON.parse(w.logs[0] ?? '{}') as { own: string[] };
+      const line = seen.own.find((l) => (version === 1 ? /:memory:/.test(l) : l.startsWith('0::')));
+      expect(line).toMatch(new RegExp(`/wharf-[0-9a-f]{16}/again-${RUN}$`));
+    });
+
     it('a command that cannot run still fails the start, as without cgroups', async () => {
       await expect(start(executor(), { entrypoint: [], startCmd: ['wharf-no-such-command-xyz'] })).rejects.toThrow(
         /could not start.*ENOENT/,

@@ -149,6 +149,7 @@ export class WorkerCgroups {
     const dirs: string[] = [];
     try {
       for (const h of this.hierarchies) {
+        ensureBase(h);
         const dir = join(h.base, workerId);
         mkdirSync(dir);
         dirs.push(dir);
@@ -172,7 +173,7 @@ export class WorkerCgroups {
     );
   }
 
-  /** Removes this server's directories where they are empty (a clean stop). */
+  /** Removes this server's directories where they are empty (a stopAll; the next create makes them again). */
   close(): void {
     for (const h of this.hierarchies) tryRmdir(h.base);
   }
@@ -242,6 +243,19 @@ function delegate(own: string, base: string): { cpu: boolean; memory: boolean } 
     }
   }
   return enabled;
+}
+
+/**
+ * Makes the server's directory again where a stopAll removed it (the executor goes on: a multi-node leader that lost
+ * and regained the role), with the v2 controllers that `open` delegated to it.
+ */
+function ensureBase(h: Hierarchy): void {
+  if (existsSync(h.base)) return;
+  mkdirSync(h.base, { recursive: true });
+  if (h.version !== 2) return;
+  for (const c of ['cpu', 'memory'] as const) {
+    if (h.limits[c]) writeFileSync(join(h.base, 'cgroup.subtree_control'), `+${c}`);
+  }
 }
 
 function controllersOf(file: string): string[] {
