@@ -8,7 +8,7 @@
 
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -56,6 +56,22 @@ const w = await ex.start({ workerId, endpointId: 'ep1', imageName: 'file://' + d
   startCmd: ['hides.mjs'], env: {}, gpuIndices: [] }, { onLog() {}, onExit() {} });
 console.log('worker ' + w.pid);
 setInterval(() => {}, 1000);`,
+  // A server whose own cpu cgroup has a quota (systemd's CPUQuota=, a container's --cpus), as root on v1.
+  'quota-supervisor.mjs': `import { writeFileSync } from 'node:fs';
+import { ProcessExecutor } from ${JSON.stringify(EXECUTOR_MODULE)};
+const [quotaDir, stateDir, dir, workerId] = process.argv.slice(2);
+writeFileSync(quotaDir + '/cgroup.procs', String(process.pid));
+const ex = new ProcessExecutor({ stateDir, cgroups: 'auto', cgroupVersion: 1 });
+const logs = [];
+try {
+  await new Promise((onExit, fail) => ex.start({ workerId, endpointId: 'ep1', imageName: 'file://' + dir,
+    entrypoint: ['node'], startCmd: ['where.mjs'], env: {}, gpuIndices: [], cpu: { vcpus: 3, memoryMb: 300 } },
+    { onLog: (_s, l) => logs.push(l), onExit }).catch(fail));
+  console.log(JSON.stringify({ logs }));
+} catch (e) {
+  console.log(JSON.stringify({ error: e.message }));
+}
+await ex.stopAll({ graceMs: 100 });`,
 };
 
 const expected = process.env.WHARF_CGROUPS_EXPECTED === '1';
@@ -239,6 +255,35 @@ for (const version of [1, 2] as const) {
         const g = await start(executor(), { workerId: `w2-${RUN}`, gpuIndices: ['0'] });
         await g.exit;
         expect(JSON.parse(g.logs[0] ?? '{}')).toMatchObject({ quota: '-1' });
+      });
+
+    if (version === 1)
+      it('a CPU worker larger than the server’s own CPU quota starts, within that quota', async () => {
+        // v1 refuses a child's quota above an ancestor's (EINVAL): the worker runs under the server's 2 CPUs.
+        const cpuLine = readFileSync('/proc/self/cgroup', 'utf8')
+          .split('\n')
+          .find((l) => /^\d+:([^:]*,)?cpu(,[^:]*)?:/.test(l));
+        const quotaDir = join('/sys/fs/cgroup/cpu', cpuLine!.split(':')[2]!, `wharf-test-quota-${RUN}`);
+        mkdirSync(quotaDir);
+        try {
+          writeFileSync(join(quotaDir, 'cpu.cfs_period_us'), '100000');
+          writeFileSync(join(quotaDir, 'cpu.cfs_quota_us'), '200000');
+          const sup = spawn(
+            process.execPath,
+            [join(dir, 'quota-supervisor.mjs'), quotaDir, stateDir, dir, `big-${RUN}`],
+            { stdio: ['ignore', 'pipe', 'inherit'] },
+          );
+          let out = '';
+          sup.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
+          await new Promise((r) => sup.once('exit', r));
+          const result = JSON.parse(out) as { logs?: string[]; error?: string };
+          expect(result.error).toBeUndefined();
+          const seen = JSON.parse(result.logs?.[0] ?? '{}') as { own: string[]; memory: string };
+          expect(seen.own.find((l) => /:memory:/.test(l))).toMatch(new RegExp(`/big-${RUN}$`));
+          expect(seen.memory).toBe(String(300 * 1024 * 1024));
+        } finally {
+          rmdirSync(quotaDir);
+        }
       });
   });
 }

@@ -272,7 +272,13 @@ function limit(h: Hierarchy, dir: string, cpu: CpuSize): void {
   if (h.version === 1) {
     if (h.limits.cpu) {
       writeFileSync(join(dir, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
-      writeFileSync(join(dir, 'cpu.cfs_quota_us'), String(quota));
+      try {
+        writeFileSync(join(dir, 'cpu.cfs_quota_us'), String(quota));
+      } catch (error) {
+        // v1 refuses a quota above an ancestor's (the server's own: systemd's CPUQuota=, a container's --cpus): that
+        // smaller quota confines the worker already, so it runs under it instead of not at all.
+        if ((error as NodeJS.ErrnoException).code !== 'EINVAL') throw error;
+      }
     }
     if (h.limits.memory) {
       writeFileSync(join(dir, 'memory.limit_in_bytes'), bytes);
