@@ -7,7 +7,7 @@
 // WHARF_CGROUPS_EXPECTED=1 where it runs as root, and then a skip is a failure.
 
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -190,6 +190,25 @@ for (const version of [1, 2] as const) {
       const seen = JSON.parse(w.logs[0] ?? '{}') as { own: string[] };
       const line = seen.own.find((l) => (version === 1 ? /:memory:/.test(l) : l.startsWith('0::')));
       expect(line).toMatch(new RegExp(`/wharf-[0-9a-f]{16}/again-${RUN}$`));
+    });
+
+    it('a server that never stops its executor (killed, a follower node) leaves no directory once its workers are gone', async () => {
+      const own = readFileSync('/proc/self/cgroup', 'utf8')
+        .split('\n')
+        .find((l) => (version === 1 ? /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l) : l.startsWith('0::')))!
+        .split(':')[2]!;
+      const mount = version === 1 ? '/sys/fs/cgroup/memory' : '/sys/fs/cgroup/unified';
+      const base = join(
+        mount,
+        own,
+        `wharf-${createHash('sha256').update(resolve(stateDir)).digest('hex').slice(0, 16)}`,
+      );
+      const ex = executor();
+      expect(existsSync(base), 'made by an executor that ran no worker').toBe(false);
+      const w = await start(ex);
+      expect(existsSync(join(base, W1))).toBe(true);
+      await w.exit;
+      expect(existsSync(base), 'left after its last worker').toBe(false);
     });
 
     it('a command that cannot run still fails the start, as without cgroups', async () => {

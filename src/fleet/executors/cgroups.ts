@@ -16,7 +16,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 
 /** The CFS period of a CPU worker's quota: 100 ms, as Docker's. */
 const CPU_PERIOD_US = 100_000;
@@ -126,6 +126,8 @@ export class WorkerCgroups {
           mkdirSync(base, { recursive: true });
           hs.push({ version: 1, base, limits: { cpu: controller === 'cpu', memory: controller === 'memory' } });
         }
+        // Made to see that it can be; made again by the first worker (ensureBase).
+        for (const h of hs) tryRmdir(h.base);
         return new WorkerCgroups(hs);
       }
       if (!v2 || !paths.has('')) return 'no cgroup hierarchy';
@@ -133,7 +135,9 @@ export class WorkerCgroups {
       if (!own) return 'the v2 hierarchy does not show this process';
       const base = join(own, name);
       mkdirSync(base, { recursive: true });
-      return new WorkerCgroups([{ version: 2, base, limits: delegate(own, base) }]);
+      const limits = delegate(own, base);
+      tryRmdir(base);
+      return new WorkerCgroups([{ version: 2, base, limits }]);
     } catch (error) {
       return (error as Error).message;
     }
@@ -156,7 +160,7 @@ export class WorkerCgroups {
         if (cpu) limit(h, dir, cpu);
       }
     } catch (error) {
-      for (const dir of dirs) tryRmdir(dir);
+      new WorkerCgroup(dirs).remove();
       throw error;
     }
     return new WorkerCgroup(dirs);
@@ -220,9 +224,15 @@ export class WorkerCgroup {
     return n;
   }
 
-  /** Removes it once empty; false while a process is still in it (dying). */
+  /**
+   * Removes it once empty; false while a process is still in it (dying). The server's directory goes with its last
+   * worker's cgroup: a server that is killed, or never stops its executor (a multi-node follower), leaves nothing
+   * behind but the cgroups of workers still running.
+   */
   remove(): boolean {
-    return this.dirs.map(tryRmdir).every(Boolean);
+    if (!this.dirs.map(tryRmdir).every(Boolean)) return false;
+    for (const dir of this.dirs) tryRmdir(dirname(dir)); // fails while it holds another worker's cgroup
+    return true;
   }
 }
 
@@ -246,8 +256,8 @@ function delegate(own: string, base: string): { cpu: boolean; memory: boolean } 
 }
 
 /**
- * Makes the server's directory again where a stopAll removed it (the executor goes on: a multi-node leader that lost
- * and regained the role), with the v2 controllers that `open` delegated to it.
+ * Makes the server's directory where it is missing: it exists only while it holds worker cgroups (WorkerCgroup.remove,
+ * a stopAll), with the v2 controllers that `open` delegated to it.
  */
 function ensureBase(h: Hierarchy): void {
   if (existsSync(h.base)) return;
