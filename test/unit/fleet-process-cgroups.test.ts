@@ -96,8 +96,11 @@ for (const version of [1, 2] as const) {
   const probeDir = mkdtempSync(join(tmpdir(), 'wharf-cg-probe-'));
   const probe = WorkerCgroups.open(probeDir, { prefer: version });
   const unavailable = typeof probe === 'string' ? probe : null;
-  // A host with only the other version (a pure v2 host has no v1 hierarchy): nothing to expect of this one.
-  const otherVersion = typeof probe !== 'string' && probe.version !== version;
+  // A host with only the other version (a pure v2 host has no v1 memory hierarchy, a v1-only host no cgroup2 mount):
+  // nothing to expect of this one.
+  const mountinfo = existsSync('/proc/self/mountinfo') ? readFileSync('/proc/self/mountinfo', 'utf8') : '';
+  const hasHierarchy = version === 1 ? /- cgroup \S+ \S*\bmemory\b/.test(mountinfo) : / - cgroup2 /.test(mountinfo);
+  const otherVersion = !hasHierarchy || (typeof probe !== 'string' && probe.version !== version);
   if (typeof probe !== 'string') probe.close();
   rmSync(probeDir, { recursive: true, force: true });
   const skip = otherVersion || (unavailable !== null && !expected);
