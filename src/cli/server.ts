@@ -388,6 +388,7 @@ async function createExecutor(
         owners: config.processExecutorUsers,
         spareHomeDir: join(dataDir, 'worker-home'),
         cgroups: config.workerCgroups,
+        memoryMb: config.workerMemoryMb,
         warn,
       });
     case 'docker': {

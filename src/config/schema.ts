@@ -289,7 +289,7 @@ export const SETTINGS = [
     min: 0,
     max: 64 * 1024 * 1024,
     doc:
-      'Memory limit of each worker container or pod in MiB (executors docker and kubernetes); 0: none. A CPU ' +
+      'Memory limit of each worker in MiB (a container, a pod, or a process worker in its cgroup); 0: none. A CPU ' +
       "endpoint's worker gets its instance's memory, or this where smaller.",
   },
   {

@@ -116,8 +116,8 @@ for (const version of [1, 2] as const) {
     let executors: ProcessExecutor[] = [];
     const pids = new Set<number>();
 
-    const executor = (cgroups: 'auto' | 'off' = 'auto') => {
-      const ex = new ProcessExecutor({ stateDir, orphanGraceMs: 300, cgroups, cgroupVersion: version });
+    const executor = (cgroups: 'auto' | 'off' = 'auto', memoryMb = 0) => {
+      const ex = new ProcessExecutor({ stateDir, orphanGraceMs: 300, cgroups, cgroupVersion: version, memoryMb });
       executors.push(ex);
       return ex;
     };
@@ -277,6 +277,18 @@ for (const version of [1, 2] as const) {
         const g = await start(executor(), { workerId: `w2-${RUN}`, gpuIndices: ['0'] });
         await g.exit;
         expect(JSON.parse(g.logs[0] ?? '{}')).toMatchObject({ quota: '-1' });
+        expect(Number(JSON.parse(g.logs[0] ?? '{}').memory)).toBeGreaterThan(2 ** 40); // v1's "no limit"
+      });
+
+    if (version === 1)
+      it('the node’s per-worker memory cap (--worker-memory-mb): every worker, and a CPU worker’s if smaller', async () => {
+        const capped = executor('auto', 200);
+        const gpu = await start(capped, { workerId: `wgpu-${RUN}`, gpuIndices: ['0'] });
+        await gpu.exit;
+        expect(JSON.parse(gpu.logs[0] ?? '{}')).toMatchObject({ quota: '-1', memory: String(200 * 1024 * 1024) });
+        const cpu = await start(capped, { workerId: `wcpu-${RUN}`, cpu: { vcpus: 1, memoryMb: 4096 } });
+        await cpu.exit;
+        expect(JSON.parse(cpu.logs[0] ?? '{}')).toMatchObject({ quota: '100000', memory: String(200 * 1024 * 1024) });
       });
 
     if (version === 1)

@@ -29,9 +29,11 @@ interface Hierarchy {
   limits: { cpu: boolean; memory: boolean };
 }
 
-export interface CpuSize {
-  vcpus: number;
-  memoryMb: number;
+/** What a worker's cgroup limits: vCPUs (a CPU worker's instance) and memory in MiB (its instance's or the node cap). */
+export interface WorkerLimits {
+  vcpus?: number | undefined;
+  /** 0 or absent: no limit. */
+  memoryMb?: number | undefined;
 }
 
 /** Where the cgroup filesystems are and which cgroups this process is in: the real ones unless a test names others. */
@@ -149,7 +151,7 @@ export class WorkerCgroups {
   }
 
   /** A new cgroup for the worker, with its CPU size's limits where the hierarchies can set them. */
-  create(workerId: string, cpu: CpuSize | undefined): WorkerCgroup {
+  create(workerId: string, limits: WorkerLimits = {}): WorkerCgroup {
     const dirs: string[] = [];
     try {
       for (const h of this.hierarchies) {
@@ -157,7 +159,7 @@ export class WorkerCgroups {
         const dir = join(h.base, workerId);
         mkdirSync(dir);
         dirs.push(dir);
-        if (cpu) limit(h, dir, cpu);
+        limit(h, dir, limits);
       }
     } catch (error) {
       new WorkerCgroup(dirs).remove();
@@ -276,11 +278,14 @@ function controllersOf(file: string): string[] {
   }
 }
 
-function limit(h: Hierarchy, dir: string, cpu: CpuSize): void {
-  const bytes = String(cpu.memoryMb * 1024 * 1024);
-  const quota = cpu.vcpus * CPU_PERIOD_US;
+function limit(h: Hierarchy, dir: string, limits: WorkerLimits): void {
+  const memoryMb = limits.memoryMb ?? 0;
+  const bytes = String(memoryMb * 1024 * 1024);
+  const quota = (limits.vcpus ?? 0) * CPU_PERIOD_US;
+  const cpu = h.limits.cpu && quota > 0;
+  const memory = h.limits.memory && memoryMb > 0;
   if (h.version === 1) {
-    if (h.limits.cpu) {
+    if (cpu) {
       writeFileSync(join(dir, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
       try {
         writeFileSync(join(dir, 'cpu.cfs_quota_us'), String(quota));
@@ -290,7 +295,7 @@ function limit(h: Hierarchy, dir: string, cpu: CpuSize): void {
         if ((error as NodeJS.ErrnoException).code !== 'EINVAL') throw error;
       }
     }
-    if (h.limits.memory) {
+    if (memory) {
       writeFileSync(join(dir, 'memory.limit_in_bytes'), bytes);
       // No swap on top, as the Docker executor's MemorySwap = Memory (only where swap accounting is on).
       if (existsSync(join(dir, 'memory.memsw.limit_in_bytes')))
@@ -298,8 +303,8 @@ function limit(h: Hierarchy, dir: string, cpu: CpuSize): void {
     }
     return;
   }
-  if (h.limits.cpu) writeFileSync(join(dir, 'cpu.max'), `${quota} ${CPU_PERIOD_US}`);
-  if (h.limits.memory) {
+  if (cpu) writeFileSync(join(dir, 'cpu.max'), `${quota} ${CPU_PERIOD_US}`);
+  if (memory) {
     writeFileSync(join(dir, 'memory.max'), bytes);
     if (existsSync(join(dir, 'memory.swap.max'))) writeFileSync(join(dir, 'memory.swap.max'), '0');
   }

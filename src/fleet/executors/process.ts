@@ -18,7 +18,14 @@ import { delimiter, isAbsolute, join, resolve } from 'node:path';
 
 import { inCgroupArgv, WorkerCgroups, type WorkerCgroup } from './cgroups.ts';
 import { safely, sleep, waitFor } from './waits.ts';
-import type { Executor, ExecutorHooks, RunningWorker, WorkerSpec, ImageOwner } from './types.ts';
+import {
+  workerMemoryMb,
+  type Executor,
+  type ExecutorHooks,
+  type ImageOwner,
+  type RunningWorker,
+  type WorkerSpec,
+} from './types.ts';
 
 /** Longest log line passed on; the rest of the line is dropped so one runaway print cannot flood the log store. */
 export const MAX_LOG_LINE = 16 * 1024;
@@ -67,6 +74,11 @@ export interface ProcessExecutorOptions {
    * cgroup) and says once when they are not; `off` never. Default here: `off` (the server passes `auto`).
    */
   cgroups?: 'auto' | 'off';
+  /**
+   * Memory limit per worker in MiB (`--worker-memory-mb`), 0 (default) for none; a CPU worker's instance memory, where
+   * smaller, wins. Applied where workers run in cgroups.
+   */
+  memoryMb?: number;
   /** Tests: the v2 hierarchy of a hybrid host instead of v1 (see WorkerCgroups.open). */
   cgroupVersion?: 1 | 2;
 }
@@ -141,6 +153,7 @@ export class ProcessExecutor implements Executor {
   private readonly running = new Map<string, Tracked>();
   /** null: workers run without cgroups (turned off, or none writable here). */
   private readonly cgroups: WorkerCgroups | null;
+  private readonly memoryMb: number;
   private closing = false;
 
   constructor(opts: ProcessExecutorOptions) {
@@ -164,6 +177,7 @@ export class ProcessExecutor implements Executor {
     this.orphanGraceMs = opts.orphanGraceMs ?? 5_000;
     this.compileCacheDir = opts.compileCacheDir;
     this.owners = opts.owners ?? 'all';
+    this.memoryMb = opts.memoryMb ?? 0;
     this.cgroups = null;
     if ((opts.cgroups ?? 'off') === 'auto') {
       const opened = WorkerCgroups.open(this.stateDir, { prefer: opts.cgroupVersion });
@@ -224,7 +238,10 @@ export class ProcessExecutor implements Executor {
           `could not start worker ${spec.workerId}: spawn ${command} ENOENT (command '${first}', cwd ${dir})`,
         );
       }
-      cgroup = this.cgroups.create(spec.workerId, spec.cpu);
+      cgroup = this.cgroups.create(spec.workerId, {
+        vcpus: spec.cpu?.vcpus,
+        memoryMb: workerMemoryMb(this.memoryMb, spec),
+      });
       [command, argv] = inCgroupArgv(cgroup.procsFiles(), file, args);
     }
     const child = spawn(command, argv, {
