@@ -281,6 +281,22 @@ for (const version of [1, 2] as const) {
       });
 
     if (version === 1)
+      it('a worker killed for its memory limit says so in its log', async () => {
+        const w = await start(executor(), {
+          cpu: { vcpus: 1, memoryMb: 120 },
+          startCmd: ['-e', 'const held = []; for (;;) held.push(Buffer.alloc(16 * 1024 * 1024, 1));'],
+        });
+        await w.exit;
+        expect(w.logs).toContain(
+          '[wharf] the worker ran out of memory (limit 120 MiB): the kernel killed one of its processes',
+        );
+        // One that ends on its own says nothing of the kind.
+        const ok = await start(executor(), { workerId: `wok-${RUN}`, cpu: { vcpus: 1, memoryMb: 120 } });
+        await ok.exit;
+        expect(ok.logs.some((l) => l.includes('out of memory'))).toBe(false);
+      });
+
+    if (version === 1)
       it('the node’s per-worker memory cap (--worker-memory-mb): every worker, and a CPU worker’s if smaller', async () => {
         const capped = executor('auto', 200);
         const gpu = await start(capped, { workerId: `wgpu-${RUN}`, gpuIndices: ['0'] });

@@ -193,6 +193,22 @@ export class WorkerCgroup {
     this.dirs = dirs;
   }
 
+  /** How many of its processes the kernel killed for running out of its memory limit (v1 oom_control, v2 events). */
+  oomKills(): number {
+    let kills = 0;
+    for (const dir of this.dirs) {
+      for (const file of ['memory.oom_control', 'memory.events']) {
+        try {
+          const m = /^oom_kill (\d+)$/m.exec(readFileSync(join(dir, file), 'utf8'));
+          if (m) kills += Number(m[1]);
+        } catch {
+          // Not this version's file, or not the memory hierarchy.
+        }
+      }
+    }
+    return kills;
+  }
+
   /** The files a process writes its pid into to join. */
   procsFiles(): string[] {
     return this.dirs.map((d) => join(d, 'cgroup.procs'));

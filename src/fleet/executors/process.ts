@@ -226,6 +226,7 @@ export class ProcessExecutor implements Executor {
     mkdirSync(this.stateDir, { recursive: true });
 
     const env = this.workerEnv(spec);
+    const memoryMb = workerMemoryMb(this.memoryMb, spec);
     let command = first === 'node' ? this.nodePath : first;
     let argv = args;
     let cgroup: WorkerCgroup | null = null;
@@ -238,10 +239,7 @@ export class ProcessExecutor implements Executor {
           `could not start worker ${spec.workerId}: spawn ${command} ENOENT (command '${first}', cwd ${dir})`,
         );
       }
-      cgroup = this.cgroups.create(spec.workerId, {
-        vcpus: spec.cpu?.vcpus,
-        memoryMb: workerMemoryMb(this.memoryMb, spec),
-      });
+      cgroup = this.cgroups.create(spec.workerId, { vcpus: spec.cpu?.vcpus, memoryMb });
       [command, argv] = inCgroupArgv(cgroup.procsFiles(), file, args);
     }
     const child = spawn(command, argv, {
@@ -285,6 +283,18 @@ export class ProcessExecutor implements Executor {
     const exited = new Promise<void>((res) => {
       child.once('exit', (code, signal) => {
         reaped = true;
+        // Read before the cgroup goes: a kill by the kernel for the memory limit is said in the worker's log, as
+        // the Docker executor says an OOM-killed container's.
+        const oomKills = cgroup?.oomKills() ?? 0;
+        if (oomKills > 0) {
+          safely(() =>
+            hooks.onLog(
+              'stderr',
+              `[wharf] the worker ran out of memory (limit ${memoryMb} MiB): the kernel killed ` +
+                `${oomKills === 1 ? 'one of its processes' : `${oomKills} of its processes`}`,
+            ),
+          );
+        }
         signalGroup(pid, 'SIGKILL');
         signalLeftGroup(spec.workerId, pid, cgroup, 'SIGKILL');
         // The cgroup empties as the killed processes die: waited for with the pipes, so that once onExit runs
