@@ -297,6 +297,39 @@ for (const version of [1, 2] as const) {
       });
 
     if (version === 1)
+      it('a worker without a memory limit of its own, killed for an ancestor’s, says so without a limit', async () => {
+        // A GPU worker with no --worker-memory-mb has no limit; the kernel still kills it when the host, or the
+        // server's own cgroup (systemd's MemoryMax=), runs out: here the server's directory, made with a limit.
+        const own = readFileSync('/proc/self/cgroup', 'utf8')
+          .split('\n')
+          .find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l))!
+          .split(':')[2]!;
+        const base = join(
+          '/sys/fs/cgroup/memory',
+          own,
+          `wharf-${createHash('sha256').update(resolve(stateDir)).digest('hex').slice(0, 16)}`,
+        );
+        const ex = executor();
+        mkdirSync(base);
+        try {
+          writeFileSync(join(base, 'memory.limit_in_bytes'), String(120 * 1024 * 1024));
+          if (existsSync(join(base, 'memory.memsw.limit_in_bytes')))
+            writeFileSync(join(base, 'memory.memsw.limit_in_bytes'), String(120 * 1024 * 1024));
+          const w = await start(ex, {
+            gpuIndices: ['0'],
+            startCmd: ['-e', 'const held = []; for (;;) held.push(Buffer.alloc(16 * 1024 * 1024, 1));'],
+          });
+          await w.exit;
+          expect(w.logs).toContain(
+            '[wharf] the worker ran out of memory (no limit of its own: the host, or the server’s cgroup, ran out): ' +
+              'the kernel killed one of its processes',
+          );
+        } finally {
+          if (existsSync(base)) rmdirSync(base);
+        }
+      });
+
+    if (version === 1)
       it('the node’s per-worker memory cap (--worker-memory-mb): every worker, and a CPU worker’s if smaller', async () => {
         const capped = executor('auto', 200);
         const gpu = await start(capped, { workerId: `wgpu-${RUN}`, gpuIndices: ['0'] });

@@ -284,13 +284,16 @@ export class ProcessExecutor implements Executor {
       child.once('exit', (code, signal) => {
         reaped = true;
         // Read before the cgroup goes: a kill by the kernel for the memory limit is said in the worker's log, as
-        // the Docker executor says an OOM-killed container's.
+        // the Docker executor says an OOM-killed container's. The count includes kills for the host's memory or an
+        // ancestor's limit (the server's own cgroup): a worker without a limit of its own says so.
         const oomKills = cgroup?.oomKills() ?? 0;
         if (oomKills > 0) {
+          const limit =
+            memoryMb > 0 ? `limit ${memoryMb} MiB` : 'no limit of its own: the host, or the server’s cgroup, ran out';
           safely(() =>
             hooks.onLog(
               'stderr',
-              `[wharf] the worker ran out of memory (limit ${memoryMb} MiB): the kernel killed ` +
+              `[wharf] the worker ran out of memory (${limit}): the kernel killed ` +
                 `${oomKills === 1 ? 'one of its processes' : `${oomKills} of its processes`}`,
             ),
           );
