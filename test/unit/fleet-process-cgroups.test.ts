@@ -214,6 +214,23 @@ for (const version of [1, 2] as const) {
       expect(existsSync(base), 'left after its last worker').toBe(false);
     });
 
+    it('a --worker-memory-mb that cannot apply (cgroups off, or no memory controller) is said once', async () => {
+      const warnings: string[] = [];
+      const make = (cgroups: 'auto' | 'off', memoryMb: number) =>
+        executors.push(
+          new ProcessExecutor({ stateDir, cgroups, cgroupVersion: version, memoryMb, warn: (m) => warnings.push(m) }),
+        );
+      make('off', 0);
+      expect(warnings).toEqual([]);
+      make('off', 512);
+      expect(warnings).toEqual([expect.stringMatching(/--worker-memory-mb \(512 MiB\) does not apply/)]);
+      warnings.length = 0;
+      make('auto', 512);
+      // v1 has the memory controller here; the hybrid v2 hierarchy holds none.
+      if (version === 1) expect(warnings).toEqual([]);
+      else expect(warnings).toEqual([expect.stringMatching(/--worker-memory-mb \(512 MiB\) does not apply/)]);
+    });
+
     it('a command that cannot run still fails the start, as without cgroups', async () => {
       await expect(start(executor(), { entrypoint: [], startCmd: ['wharf-no-such-command-xyz'] })).rejects.toThrow(
         /could not start.*ENOENT/,

@@ -150,6 +150,11 @@ export class WorkerCgroups {
     return this.hierarchies.some((h) => h.limits.cpu) && this.hierarchies.some((h) => h.limits.memory);
   }
 
+  /** Whether a worker's memory can be limited here (the memory controller in some hierarchy). */
+  get limitsMemory(): boolean {
+    return this.hierarchies.some((h) => h.limits.memory);
+  }
+
   /** A new cgroup for the worker, with its CPU size's limits where the hierarchies can set them. */
   create(workerId: string, limits: WorkerLimits = {}): WorkerCgroup {
     const dirs: string[] = [];

@@ -179,19 +179,26 @@ export class ProcessExecutor implements Executor {
     this.owners = opts.owners ?? 'all';
     this.memoryMb = opts.memoryMb ?? 0;
     this.cgroups = null;
+    // The node's memory cap is set in the worker's cgroup: without one (or its memory controller) it caps nothing.
+    const capIgnored =
+      this.memoryMb > 0 ? `; --worker-memory-mb (${this.memoryMb} MiB) does not apply to process workers` : '';
+    if ((opts.cgroups ?? 'off') === 'off' && capIgnored) {
+      opts.warn?.(`process workers run without cgroups (--worker-cgroups off)${capIgnored}`);
+    }
     if ((opts.cgroups ?? 'off') === 'auto') {
       const opened = WorkerCgroups.open(this.stateDir, { prefer: opts.cgroupVersion });
       if (typeof opened === 'string') {
         opts.warn?.(
           `process workers run without cgroups (${opened}): a stop reaches their process group and marked ` +
-            'descendants only, and CPU workers are not confined to their instance’s vCPUs and memory',
+            `descendants only, and CPU workers are not confined to their instance’s vCPUs and memory${capIgnored}`,
         );
       } else {
         this.cgroups = opened;
         if (!opened.confines) {
           opts.warn?.(
             `process workers run in cgroups (v${opened.version}) without the cpu and memory controllers: CPU ` +
-              'workers are not confined to their instance’s vCPUs and memory',
+              'workers are not confined to their instance’s vCPUs and memory' +
+              (opened.limitsMemory ? '' : capIgnored),
           );
         }
       }
