@@ -73,8 +73,9 @@ type LowestPriceInput = {
 } | null;
 
 /**
- * The memory (GB) and vCPUs a worker of this node can have: the whole machine, as no executor confines a worker to a
- * share of it. `runpodctl get cloud` lists a GPU type only when its lowestPrice has them (minMemory, minVcpu).
+ * The memory (GB) and vCPUs a GPU worker of this node can have: the whole machine, as no executor confines one to a
+ * share of it (--worker-memory-mb, a cap every executor sets where given, is not counted).
+ * `runpodctl get cloud` lists a GPU type only when its lowestPrice has them (minMemory, minVcpu).
  */
 function machineOf(): { memoryGb: number; vcpus: number } {
   return { memoryGb: Math.floor(totalmem() / 2 ** 30), vcpus: availableParallelism() };
