@@ -276,6 +276,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         dataCenterId: config.dataCenterId,
         maxAttempts: config.maxAttempts,
         volumeDir: (id) => join(dataDir, 'volumes', id),
+        workerMemoryMb: config.workerMemoryMb,
       },
     );
     supervisor.onError = (error) => app.log.error({ err: error }, 'supervisor pass failed');

@@ -31,6 +31,8 @@ export interface SupervisorOptions {
   maxAttempts: number;
   /** Where network volumes live (process executor), for RUNPOD_VOLUME_PATH. */
   volumeDir: (volumeId: string) => string;
+  /** The node's memory cap per worker in MiB (`--worker-memory-mb`; 0 or absent: none), for RUNPOD_MEM_GB. */
+  workerMemoryMb?: number;
 }
 
 export interface SupervisorDeps {
@@ -676,6 +678,7 @@ export class Supervisor {
             gpuTypeId: gpu.gpuTypeId,
             gpuIndices: gpu.indices,
             dataCenterId: this.o.dataCenterId,
+            memoryCapMb: this.o.workerMemoryMb,
             volumePath: volumeId ? this.o.volumeDir(volumeId) : undefined,
             secrets,
           }),

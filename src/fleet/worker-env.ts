@@ -12,6 +12,8 @@ export interface WorkerEnvInput {
   gpuTypeId: string;
   gpuIndices: string[];
   dataCenterId: string;
+  /** The node's memory cap per worker in MiB (`--worker-memory-mb`), 0 or absent for none. */
+  memoryCapMb?: number | undefined;
   volumePath?: string | undefined;
   /** The owner's secrets that the template and endpoint env reference (secretReferences), by name. */
   secrets?: ReadonlyMap<string, string>;
@@ -72,8 +74,9 @@ export function workerEnv(i: WorkerEnvInput): Record<string, string> {
     RUNPOD_GPU_COUNT: String(i.gpuIndices.length),
     RUNPOD_GPU_TYPE_ID: i.gpuTypeId,
     // A CPU worker's size, as the hosted pods name theirs (code sizes its process pools by RUNPOD_CPU_COUNT, as
-    // axolotl does); the executors confine it to that (the process executor where it has cgroups). A GPU worker is not confined: none.
-    ...(cpu ? { RUNPOD_CPU_COUNT: String(cpu.vcpus), RUNPOD_MEM_GB: String(cpu.memoryMb / 1024) } : {}),
+    // axolotl does, and its memory use by RUNPOD_MEM_GB): the memory it may use, the node's cap where smaller, in
+    // whole GB as the hosted pods say it (at least 1). A GPU worker has no size: neither.
+    ...(cpu ? { RUNPOD_CPU_COUNT: String(cpu.vcpus), RUNPOD_MEM_GB: memoryGb(cpu.memoryMb, i.memoryCapMb) } : {}),
     // Workers must start on machines without internet: the SDK's network fitness check dials 8.8.8.8 (spec §1.2).
     RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true',
     ...(i.gpuIndices.length === 0 ? { RUNPOD_SKIP_GPU_CHECK: 'true' } : {}),
@@ -81,4 +84,10 @@ export function workerEnv(i: WorkerEnvInput): Record<string, string> {
     PYTHONUNBUFFERED: '1',
     ...(i.volumePath ? { RUNPOD_VOLUME_PATH: i.volumePath } : {}),
   };
+}
+
+/** Whole GB of memory a worker may use: its own, or the node's cap where that is smaller; at least 1. */
+function memoryGb(ownMb: number, capMb: number | undefined): string {
+  const mb = capMb !== undefined && capMb > 0 ? Math.min(ownMb, capMb) : ownMb;
+  return String(Math.max(1, Math.floor(mb / 1024)));
 }

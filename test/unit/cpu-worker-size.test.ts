@@ -98,8 +98,9 @@ describe('endpointVersionChanged and the CPU size', () => {
 });
 
 describe('the worker environment names the size, as a hosted pod’s does', () => {
-  const envOf = (e: Endpoint) =>
+  const envOf = (e: Endpoint, memoryCapMb?: number) =>
     workerEnv({
+      memoryCapMb,
       publicUrl: 'http://127.0.0.1:8080',
       endpoint: e,
       template: { ...TEMPLATE_DEFAULTS, id: 't000000001', userId: 'u1', name: 't', imageName: 'i', createdAt: 0 },
@@ -114,6 +115,14 @@ describe('the worker environment names the size, as a hosted pod’s does', () =
   it('RUNPOD_CPU_COUNT and RUNPOD_MEM_GB for a CPU worker: its instance’s', () => {
     const env = envOf(endpoint({ computeType: 'CPU', cpuFlavorIds: ['cpu3g'], vcpuCount: 4, instanceIds: [] }));
     expect(env).toMatchObject({ RUNPOD_CPU_COUNT: '4', RUNPOD_MEM_GB: '16', RUNPOD_GPU_COUNT: '0' });
+  });
+
+  it('RUNPOD_MEM_GB is what the worker may use: the node’s cap where smaller, in whole GB', () => {
+    const e = endpoint({ computeType: 'CPU', cpuFlavorIds: ['cpu3g'], vcpuCount: 4, instanceIds: [] });
+    expect(envOf(e, 4096)).toMatchObject({ RUNPOD_CPU_COUNT: '4', RUNPOD_MEM_GB: '4' });
+    expect(envOf(e, 3000)).toMatchObject({ RUNPOD_MEM_GB: '2' });
+    expect(envOf(e, 512)).toMatchObject({ RUNPOD_MEM_GB: '1' });
+    expect(envOf(e, 65536)).toMatchObject({ RUNPOD_MEM_GB: '16' });
   });
 
   it('neither for a GPU worker, which is not confined to a size', () => {
