@@ -176,6 +176,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       secrets: userSecrets,
       billing,
       dataCenterId: config.dataCenterId,
+      workerMemoryMb: config.workerMemoryMb,
       logs,
       fleetStatus,
       gpuStock: () => inventory && { dataCenterId: inventory.dataCenterId, types: inventory.stock() },

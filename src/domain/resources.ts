@@ -285,6 +285,16 @@ export function cpuWorkerSize(
 }
 
 /**
+ * The memory limit of a worker in MiB, 0 for none: the node's per-worker cap (`--worker-memory-mb`, 0: none) and the
+ * worker's own (a CPU worker's instance memory; 0: none), the smaller where both are set (the operator's cap also
+ * bounds what an endpoint asks).
+ */
+export function memoryLimitMb(nodeCapMb: number, ownMb: number): number {
+  if (nodeCapMb > 0 && ownMb > 0) return Math.min(nodeCapMb, ownMb);
+  return nodeCapMb > 0 ? nodeCapMb : ownMb;
+}
+
+/**
  * The fields a running worker was made from: its image and command (the template), its environment, its GPUs or CPU
  * instance, its volume. A change to any of them makes the running workers outdated, and they are rolled. Scaling
  * settings and job policies act on running workers as they are. Placement limits (dataCenterIds,

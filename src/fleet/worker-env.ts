@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { cpuWorkerSize, type Endpoint, type Template } from '../domain/index.ts';
+import { cpuWorkerSize, memoryLimitMb, type Endpoint, type Template } from '../domain/index.ts';
 import { MissingSecretsError } from '../engine/index.ts';
 
 export interface WorkerEnvInput {
@@ -88,6 +88,5 @@ export function workerEnv(i: WorkerEnvInput): Record<string, string> {
 
 /** Whole GB of memory a worker may use: its own, or the node's cap where that is smaller; at least 1. */
 function memoryGb(ownMb: number, capMb: number | undefined): string {
-  const mb = capMb !== undefined && capMb > 0 ? Math.min(ownMb, capMb) : ownMb;
-  return String(Math.max(1, Math.floor(mb / 1024)));
+  return String(Math.max(1, Math.floor(memoryLimitMb(capMb ?? 0, ownMb) / 1024)));
 }

@@ -33,6 +33,8 @@ export interface AppDeps {
   billing: Billing;
   /** This node's data center, shown on worker pods. */
   dataCenterId?: string;
+  /** The node's memory cap per worker in MiB (`--worker-memory-mb`; 0 or absent: none), shown on worker pods. */
+  workerMemoryMb?: number;
   /** Why an endpoint's jobs wait (absent when no supervisor runs here). */
   fleetStatus?: (endpointId: string) => FleetStatus;
   /** This node's GPUs and its data center (GraphQL's GPU availability); absent or null when it runs no executor. */

@@ -182,3 +182,41 @@ describe('what Wharf refuses and what retires a worker', () => {
     expect((await t.server.store.getWorker('deleteme000001'))?.retired).toBe(true);
   });
 });
+
+describe('a pod’s memory under the node’s per-worker cap (--worker-memory-mb)', () => {
+  it('is what the worker may use: the cap where smaller than its instance’s; a GPU worker’s, the cap', async () => {
+    const capped = await startTestServer({ workerMemoryMb: 6144 });
+    try {
+      const big = await createEndpoint(capped, {
+        name: 'big',
+        computeType: 'CPU',
+        cpuFlavorIds: ['cpu5c'],
+        vcpuCount: 4,
+      });
+      const small = await createEndpoint(capped, {
+        name: 'small',
+        computeType: 'CPU',
+        cpuFlavorIds: ['cpu3c'],
+        vcpuCount: 1,
+      });
+      const gpu = await createEndpoint(capped, { name: 'gpu', gpuTypeIds: ['NVIDIA A40'], gpuCount: 1 });
+      await capped.server.store.upsertWorker(worker('cpubigworker01', big, { gpuTypeId: null, gpuCount: 0 }));
+      await capped.server.store.upsertWorker(worker('cpusmallworker', small, { gpuTypeId: null, gpuCount: 0 }));
+      await capped.server.store.upsertWorker(worker('gpucappedworkr', gpu, { gpuCount: 1 }));
+      const rest = async (id: string) => (await capped.api('GET', `/v1/pods/${id}`)).json.memoryInGb;
+      expect(await rest('cpubigworker01')).toBe(6); // 8 GB instance, 6 GiB cap
+      expect(await rest('cpusmallworker')).toBe(2); // 2 GB instance under the cap
+      expect(await rest('gpucappedworkr')).toBe(6);
+      const gql = await capped.api('POST', '/graphql', { query: '{ myself { pods { id memoryInGb } } }' });
+      expect(gql.json.data.myself.pods).toEqual(
+        expect.arrayContaining([
+          { id: 'cpubigworker01', memoryInGb: 6 },
+          { id: 'cpusmallworker', memoryInGb: 2 },
+          { id: 'gpucappedworkr', memoryInGb: 6 },
+        ]),
+      );
+    } finally {
+      await capped.close();
+    }
+  });
+});

@@ -3,6 +3,7 @@
  * Engine, Kubernetes pods). Executors only start and stop; everything else goes through the worker protocol
  * (DESIGN.md §1, principle 4), so an executor never reports a worker as healthy or busy.
  */
+import { memoryLimitMb } from '../../domain/index.ts';
 
 /** Everything an executor needs to start one worker, already resolved from the endpoint and its template. */
 export interface WorkerSpec {
@@ -80,12 +81,7 @@ export interface Executor {
   stopAll(opts: { graceMs: number }): Promise<void>;
 }
 
-/**
- * The memory limit of a worker in MiB, 0 for none: the node's per-worker cap (`--worker-memory-mb`, 0: none) and a
- * CPU worker's instance memory, the smaller where both are set (the operator's cap also bounds what an endpoint asks).
- */
+/** The memory limit of a worker in MiB, 0 for none (domain memoryLimitMb: the node's cap and a CPU worker's own). */
 export function workerMemoryMb(nodeCapMb: number, spec: Pick<WorkerSpec, 'cpu'>): number {
-  const own = spec.cpu?.memoryMb ?? 0;
-  if (nodeCapMb > 0 && own > 0) return Math.min(nodeCapMb, own);
-  return nodeCapMb > 0 ? nodeCapMb : own;
+  return memoryLimitMb(nodeCapMb, spec.cpu?.memoryMb ?? 0);
 }

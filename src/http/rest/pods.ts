@@ -57,6 +57,7 @@ export function registerPodRoutes(app: FastifyInstance, deps: AppDeps): void {
     return workerPodView(w, running, e, {
       costPerHr: deps.billing.workerCostPerHr(w, e),
       dataCenterId: deps.dataCenterId,
+      memoryCapMb: deps.workerMemoryMb,
       template: template ?? undefined,
       includeTemplate: q.includeTemplate,
       networkVolume: networkVolume ?? undefined,

@@ -36,6 +36,7 @@ export function registerRestRoutes(app: FastifyInstance, deps: AppDeps): void {
       const extras = (w: (typeof list)[number]) => ({
         costPerHr: deps.billing.workerCostPerHr(w, e),
         dataCenterId: deps.dataCenterId,
+        memoryCapMb: deps.workerMemoryMb,
         template: tpl,
       });
       workers = list.map((w) => workerPodView(w, load[w.id] ?? 0, e, extras(w)));

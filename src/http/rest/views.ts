@@ -1,5 +1,6 @@
 import {
   cpuWorkerSize,
+  memoryLimitMb,
   DATA_CENTER_IDS,
   DEFAULT_CPU_FLAVOR,
   type Endpoint,
@@ -35,6 +36,8 @@ export function templateView(t: Template) {
 /** What a pod view can add to a worker: its price, where it runs, and the `include*` parts asked for. */
 export interface PodExtras {
   costPerHr?: number;
+  /** The node's memory cap per worker in MiB (--worker-memory-mb), 0 or absent for none. */
+  memoryCapMb?: number | undefined;
   dataCenterId?: string | undefined;
   template?: Template | undefined;
   includeTemplate?: boolean | undefined;
@@ -49,6 +52,9 @@ export const gpuDisplayName = (gpuTypeId: string): string =>
     .replace(/^(GeForce|Instinct)\s+/, '')
     .replace(/\s+/g, ' ');
 
+/** MiB as GB, to two decimals (a pod's memoryInGb). */
+export const gbOf = (mb: number): number => Math.round((mb / 1024) * 100) / 100;
+
 /** A worker as a REST v1 `Pod` (Wharf's only pods are serverless workers). */
 export function workerPodView(w: WorkerRecord, running: number, e: Endpoint, x: PodExtras = {}) {
   const state = running > 0 ? 'running' : w.state;
@@ -57,6 +63,7 @@ export function workerPodView(w: WorkerRecord, running: number, e: Endpoint, x: 
   const t = x.template;
   // A CPU worker's size: its endpoint's first instance's, which the executors confine it to.
   const size = cpuWorkerSize(e);
+  const memoryMb = memoryLimitMb(x.memoryCapMb ?? 0, size?.memoryMb ?? 0);
   return {
     id: w.id,
     name: `${e.name || e.id}-worker-${w.id}`,
@@ -76,7 +83,7 @@ export function workerPodView(w: WorkerRecord, running: number, e: Endpoint, x: 
       : undefined,
     cpuFlavorId: e.computeType === 'CPU' ? (e.cpuFlavorIds[0] ?? DEFAULT_CPU_FLAVOR) : undefined,
     vcpuCount: size?.vcpus,
-    memoryInGb: size ? size.memoryMb / 1024 : undefined,
+    memoryInGb: memoryMb > 0 ? gbOf(memoryMb) : undefined,
     costPerHr,
     adjustedCostPerHr: costPerHr,
     image: t?.imageName,

@@ -3,17 +3,24 @@
  * `podTerminate` retire a worker, and the mutations that create, resume or change a pod answer PODS_NOT_SUPPORTED (their
  * inputs are in the schema so that the clients' documents validate and get that answer rather than a 400).
  */
-import { cpuWorkerSize, type Endpoint, type Template, type WorkerRecord } from '../../../domain/index.ts';
+import {
+  cpuWorkerSize,
+  memoryLimitMb,
+  type Endpoint,
+  type Template,
+  type WorkerRecord,
+} from '../../../domain/index.ts';
 import { WharfError } from '../../../errors/index.ts';
 import { required, type GqlContext, type ResolverMap } from '../context.ts';
 import { dockerArgsOf } from '../template-input.ts';
-import { gpuDisplayName } from '../../rest/views.ts';
+import { gbOf, gpuDisplayName } from '../../rest/views.ts';
 
 function podView(ctx: GqlContext, w: WorkerRecord, e: Endpoint, t: Template | null) {
   const now = ctx.deps.engine.clock.now();
   const uptimeSeconds = w.retired ? 0 : Math.max(0, Math.floor((now - w.createdAt) / 1000));
   // A CPU worker's size: its endpoint's first instance's, which the executors confine it to. A GPU worker has none.
   const size = cpuWorkerSize(e);
+  const memoryMb = memoryLimitMb(ctx.deps.workerMemoryMb ?? 0, size?.memoryMb ?? 0);
   return {
     id: w.id,
     name: `${e.name || e.id}-worker-${w.id}`,
@@ -27,7 +34,8 @@ function podView(ctx: GqlContext, w: WorkerRecord, e: Endpoint, t: Template | nu
     env: Object.entries({ ...t?.env, ...e.env }).map(([k, v]) => `${k}=${v}`),
     gpuCount: w.gpuCount,
     vcpuCount: size?.vcpus ?? 0,
-    memoryInGb: size ? size.memoryMb / 1024 : 0,
+    // What the worker may use: its instance's memory, the node's cap where smaller (a GPU worker: the cap, if any).
+    memoryInGb: gbOf(memoryMb),
     containerDiskInGb: t?.containerDiskInGb ?? null,
     volumeInGb: t?.volumeInGb ?? 0,
     volumeMountPath: t?.volumeMountPath ?? null,
