@@ -17,6 +17,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { WorkerCgroups } from '../../src/fleet/executors/cgroups.ts';
 import { ProcessExecutor } from '../../src/fleet/executors/process.ts';
 import type { WorkerSpec } from '../../src/fleet/executors/types.ts';
+import { alive, cleanUpWorkers, scriptDir, supervisorProcess, until } from '../helpers/worker-sandbox.ts';
 
 const EXECUTOR_MODULE = resolve(import.meta.dirname, '../../src/fleet/executors/process.ts');
 
@@ -76,22 +77,6 @@ await ex.stopAll({ graceMs: 100 });`,
 
 const expected = process.env.WHARF_CGROUPS_EXPECTED === '1';
 
-function alive(pid: number): boolean {
-  try {
-    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
-
-async function until(cond: () => boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 for (const version of [1, 2] as const) {
   const probeDir = mkdtempSync(join(tmpdir(), 'wharf-cg-probe-'));
   const probe = WorkerCgroups.open(probeDir, { prefer: version });
@@ -113,7 +98,7 @@ for (const version of [1, 2] as const) {
   describe.skipIf(skip)(`process workers in cgroups (v${version})`, () => {
     let dir = '';
     let stateDir = '';
-    let executors: ProcessExecutor[] = [];
+    const executors: ProcessExecutor[] = [];
     const pids = new Set<number>();
 
     const executor = (cgroups: 'auto' | 'off' = 'auto', memoryMb = 0) => {
@@ -151,19 +136,9 @@ for (const version of [1, 2] as const) {
 
     beforeEach(() => {
       expect(unavailable, 'cgroups expected here (WHARF_CGROUPS_EXPECTED=1)').toBeNull();
-      dir = mkdtempSync(join(tmpdir(), 'wharf-cg-'));
-      stateDir = join(dir, 'state');
-      for (const [name, text] of Object.entries(SCRIPTS)) writeFileSync(join(dir, name), text);
+      ({ dir, stateDir } = scriptDir('wharf-cg-', SCRIPTS));
     });
-    afterEach(async () => {
-      await Promise.all(executors.map((ex) => ex.stopAll({ graceMs: 100 })));
-      executors = [];
-      const leaked = [...pids].filter(alive);
-      for (const pid of leaked) process.kill(pid, 'SIGKILL');
-      pids.clear();
-      rmSync(dir, { recursive: true, force: true });
-      expect(leaked, 'processes left behind').toEqual([]);
-    });
+    afterEach(() => cleanUpWorkers(executors, pids, dir));
 
     it('a worker runs in a cgroup of its own, which goes when it exits; the server’s goes at stopAll', async () => {
       const ex = executor();
@@ -254,26 +229,13 @@ for (const version of [1, 2] as const) {
     });
 
     it('a crashed supervisor’s worker’s hidden descendant is killed by the next cleanup', async () => {
-      const sup = spawn(
-        process.execPath,
+      const sup = await supervisorProcess(
         [join(dir, 'supervisor.mjs'), stateDir, dir, String(version), `orphan1-${RUN}`],
-        {
-          stdio: ['ignore', 'pipe', 'inherit'],
-        },
+        pids,
       );
-      pids.add(sup.pid ?? 0);
-      const workerPid = await new Promise<number>((res, rej) => {
-        sup.stdout.setEncoding('utf8').on('data', (s: string) => {
-          const m = /worker (\d+)/.exec(s);
-          if (m) res(Number(m[1]));
-        });
-        sup.once('exit', () => rej(new Error('supervisor exited early')));
-      });
-      pids.add(workerPid);
+      const workerPid = sup.workerPid;
       const gc = await hidden(`orphan1-${RUN}`);
-      const supExit = new Promise((r) => sup.once('exit', r));
-      sup.kill('SIGKILL');
-      await supExit;
+      await sup.crash();
 
       expect(await executor().cleanupOrphans()).toBeGreaterThanOrEqual(1);
       await until(() => !alive(workerPid) && !alive(gc));

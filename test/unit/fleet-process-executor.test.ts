@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { MAX_LOG_LINE, ProcessExecutor } from '../../src/fleet/executors/process.ts';
 import type { RunningWorker, WorkerSpec } from '../../src/fleet/executors/types.ts';
+import { alive, cleanUpWorkers, scriptDir, supervisorProcess, until } from '../helpers/worker-sandbox.ts';
 
 const EXECUTOR_MODULE = resolve(import.meta.dirname, '../../src/fleet/executors/process.ts');
 
@@ -81,24 +81,8 @@ setInterval(() => {}, 1000);`,
 
 let dir = '';
 let stateDir = '';
-let executors: ProcessExecutor[] = [];
+const executors: ProcessExecutor[] = [];
 const pids = new Set<number>();
-
-function alive(pid: number): boolean {
-  try {
-    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8')); // a zombie is dead, just not reaped yet
-  } catch {
-    return false;
-  }
-}
-
-async function until(cond: () => boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 function executor(opts: Partial<ConstructorParameters<typeof ProcessExecutor>[0]> = {}): ProcessExecutor {
   const ex = new ProcessExecutor({ stateDir, orphanGraceMs: 300, ...opts });
@@ -146,41 +130,18 @@ function grandchild(workerId: string): number {
  * worker's grandchild is up: the worker and the grandchild are left running, with the pid file.
  */
 async function crashedSupervisor(script: string): Promise<{ workerPid: number; gc: number }> {
-  const sup = spawn(process.execPath, [join(dir, 'supervisor.mjs'), stateDir, dir, script], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  pids.add(sup.pid ?? 0);
-  const workerPid = await new Promise<number>((res, rej) => {
-    sup.stdout.setEncoding('utf8').on('data', (s: string) => {
-      const m = /worker (\d+)/.exec(s);
-      if (m) res(Number(m[1]));
-    });
-    sup.once('exit', () => rej(new Error('supervisor exited early')));
-  });
-  pids.add(workerPid);
+  const sup = await supervisorProcess([join(dir, 'supervisor.mjs'), stateDir, dir, script], pids);
   await until(() => existsSync(join(dir, 'grandchild-orphan1')));
   const gc = grandchild('orphan1');
-  const supExit = new Promise((r) => sup.once('exit', r));
-  sup.kill('SIGKILL');
-  await supExit;
-  return { workerPid, gc };
+  await sup.crash();
+  return { workerPid: sup.workerPid, gc };
 }
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'wharf-proc-'));
-  stateDir = join(dir, 'state');
-  for (const [name, text] of Object.entries(SCRIPTS)) writeFileSync(join(dir, name), text);
+  ({ dir, stateDir } = scriptDir('wharf-proc-', SCRIPTS));
 });
 
-afterEach(async () => {
-  await Promise.all(executors.map((ex) => ex.stopAll({ graceMs: 100 })));
-  executors = [];
-  const leaked = [...pids].filter(alive);
-  for (const pid of leaked) process.kill(pid, 'SIGKILL');
-  pids.clear();
-  rmSync(dir, { recursive: true, force: true });
-  expect(leaked, 'processes left behind').toEqual([]);
-});
+afterEach(() => cleanUpWorkers(executors, pids, dir));
 
 describe('ProcessExecutor', () => {
   it('validates image names', () => {
