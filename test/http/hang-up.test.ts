@@ -68,6 +68,32 @@ function gate<T extends object, K extends keyof T>(obj: T, name: K) {
   };
 }
 
+/**
+ * Once every request waits at the gate (`atGate`), hangs them all up, gives the server time to see each close, then
+ * releases the gate (whatever happened) and gives the requests time to reach their waits (they would arm them within
+ * this; the waits are 60 s).
+ */
+async function hangUpAtGate(reqs: ClientRequest[], atGate: () => boolean, release: () => void): Promise<void> {
+  try {
+    await waitUntil(atGate, 10_000, () => 'requests to reach the gate');
+    for (const req of reqs) req.destroy();
+    await new Promise((r) => setTimeout(r, 300));
+  } finally {
+    release();
+  }
+  await new Promise((r) => setTimeout(r, 1000));
+}
+
+/** Until the bus has `waiters` waiters again: those the hung-up requests armed are gone. */
+async function untilWaitersBack(waiters: number): Promise<void> {
+  const bus = t.server.engine.bus;
+  await waitUntil(
+    () => bus.waiterCount() === waiters,
+    5000,
+    () => `bus waiters ${bus.waiterCount()} → ${waiters}`,
+  );
+}
+
 describe('clients that hang up', () => {
   it('a hang-up before the wait is armed (runsync, status-sync, stream, job-take, job-stop, logs) ends it at once', async () => {
     const ep = await createEndpoint(t);
@@ -87,26 +113,15 @@ describe('clients that hang up', () => {
       reqs.push(open('GET', `/v2/${ep}/job-stop/hangup-${i}?gpu=TEST`).req);
       reqs.push(open('GET', `/v1/endpoints/${ep}/logs?follow=true`).req);
     }
-    try {
-      await waitUntil(
-        () => queue.held === 4 * N && worker.held === 2 * N,
-        10_000,
-        () => 'requests to reach the gate',
-      );
-      for (const req of reqs) req.destroy();
-      // Let the server see every close before the requests go on.
-      await new Promise((r) => setTimeout(r, 300));
-    } finally {
-      queue.release();
-      worker.release();
-    }
-    // Time for the requests to reach their waits (they would arm them within this; the waits are 60 s).
-    await new Promise((r) => setTimeout(r, 1000));
-    await waitUntil(
-      () => bus.waiterCount() === waiters,
-      5000,
-      () => `bus waiters ${bus.waiterCount()} → ${waiters}`,
+    await hangUpAtGate(
+      reqs,
+      () => queue.held === 4 * N && worker.held === 2 * N,
+      () => {
+        queue.release();
+        worker.release();
+      },
     );
+    await untilWaitersBack(waiters);
     // Their wait timers (60 s) went with them. Some timers of the closed connections last a few seconds more (Node's
     // keep-alive timeouts, 5 s), and the server's own come and go: a bound well under the waits, and some slack.
     await waitUntil(
@@ -143,11 +158,7 @@ describe('clients that hang up', () => {
       () => `waiters ${bus.waiterCount()}`,
     );
     for (const req of reqs) req.destroy();
-    await waitUntil(
-      () => bus.waiterCount() === waiters,
-      5000,
-      () => `bus waiters ${bus.waiterCount()} → ${waiters}`,
-    );
+    await untilWaitersBack(waiters);
     await waitUntil(
       () => timers() <= handles + 20,
       20_000,
@@ -179,23 +190,12 @@ describe('clients that hang up', () => {
       const stream = i % 2 === 0;
       reqs.push(open('POST', `/v2/${ep}/openai/v1/chat/completions`, { model: 'm', messages: [], stream }).req);
     }
-    try {
-      await waitUntil(
-        () => held.held === N,
-        10_000,
-        () => 'requests to reach the gate',
-      );
-      for (const req of reqs) req.destroy();
-      await new Promise((r) => setTimeout(r, 300));
-    } finally {
-      held.release();
-    }
-    await new Promise((r) => setTimeout(r, 1000));
-    await waitUntil(
-      () => bus.waiterCount() === waiters,
-      5000,
-      () => `bus waiters ${bus.waiterCount()} → ${waiters}`,
+    await hangUpAtGate(
+      reqs,
+      () => held.held === N,
+      () => held.release(),
     );
+    await untilWaitersBack(waiters);
     // Nobody reads their answers: no worker may be given them.
     await waitUntil(
       async () => (await t.api('GET', `/v2/${ep}/health`)).json.jobs.inQueue === 0,
