@@ -155,7 +155,7 @@ export class WorkerCgroups {
     return this.hierarchies.some((h) => h.limits.memory);
   }
 
-  /** A new cgroup for the worker, with its CPU size's limits where the hierarchies can set them. */
+  /** A new cgroup for the worker, with its limits (vCPUs, memory) where the hierarchies can set them. */
   create(workerId: string, limits: WorkerLimits = {}): WorkerCgroup {
     const dirs: string[] = [];
     try {
