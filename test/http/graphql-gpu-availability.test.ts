@@ -117,6 +117,26 @@ describe("dataCenters.gpuAvailability and lowestPrice report this node's GPUs", 
     expect(await listed({ gpuCount: 1, minVcpuCount: vcpus + 1, totalDisk: 50 })).toEqual([]);
   });
 
+  it("lowestPrice's minMemory is no more than the node's per-worker memory cap (--worker-memory-mb)", async () => {
+    // The executors limit a GPU worker to the cap, so a GPU type is offered with the cap's memory, not the machine's.
+    const capped = await startFleet({ gpus: 'NVIDIA A40:1', dataCenterId: 'EU-RO-1', workerMemoryMb: 3 * 1024 + 500 });
+    try {
+      const query = `query LowestPrice($input: GpuLowestPriceInput!) {
+        gpuTypes(input: {id: "NVIDIA A40"}) { lowestPrice(input: $input) { minMemory minVcpu } } }`;
+      const a40 = async (input: Record<string, unknown>) => {
+        const res = await gql(capped.url, capped.key, query, { input });
+        expect(res.status, res.text).toBe(200);
+        return res.json.data.gpuTypes[0].lowestPrice;
+      };
+      expect(totalmem()).toBeGreaterThan(4 * 2 ** 30); // the cap is below this machine's memory
+      expect(await a40({ gpuCount: 1 })).toEqual({ minMemory: 3, minVcpu: availableParallelism() });
+      expect(await a40({ gpuCount: 1, minMemoryInGb: 3 })).toMatchObject({ minMemory: 3 });
+      expect(await a40({ gpuCount: 1, minMemoryInGb: 4 })).toEqual({ minMemory: null, minVcpu: null });
+    } finally {
+      await closeFleet(capped);
+    }
+  });
+
   it("cpuFlavors' specifics (flash's SecureCpuTypes): High in this node's data center, none elsewhere", async () => {
     const query = `query SecureCpuTypes($cpuFlavorInput: CpuFlavorInput, $specificsInput: SpecificsInput) {
       cpuFlavors(input: $cpuFlavorInput) { specifics(input: $specificsInput) { stockStatus } } }`;

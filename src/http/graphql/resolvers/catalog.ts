@@ -5,7 +5,13 @@
  * shows only the types that have some.
  */
 import { availableParallelism, totalmem } from 'node:os';
-import { CPU_FLAVOR_IDS, CPU_GB_PER_VCPU, DATA_CENTER_IDS, GPU_TYPE_IDS } from '../../../domain/index.ts';
+import {
+  CPU_FLAVOR_IDS,
+  CPU_GB_PER_VCPU,
+  DATA_CENTER_IDS,
+  GPU_TYPE_IDS,
+  memoryLimitMb,
+} from '../../../domain/index.ts';
 import { GPU_POOLS } from '../../../fleet/index.ts';
 import type { GpuStock } from '../../../fleet/index.ts';
 import type { NodeGpuStock } from '../../context.ts';
@@ -73,12 +79,14 @@ type LowestPriceInput = {
 } | null;
 
 /**
- * The memory (GB) and vCPUs a GPU worker of this node can have: the whole machine, as no executor confines one to a
- * share of it (--worker-memory-mb, a cap every executor sets where given, is not counted).
+ * The memory (GB) and vCPUs a GPU worker of this node can have: the whole machine, but no more memory than the node's
+ * per-worker cap (--worker-memory-mb), which every executor sets as a GPU worker's memory limit where given (the
+ * process executor where it has cgroups), as a GPU pod's memoryInGb says too.
  * `runpodctl get cloud` lists a GPU type only when its lowestPrice has them (minMemory, minVcpu).
  */
-function machineOf(): { memoryGb: number; vcpus: number } {
-  return { memoryGb: Math.floor(totalmem() / 2 ** 30), vcpus: availableParallelism() };
+function machineOf(workerMemoryMb: number | undefined): { memoryGb: number; vcpus: number } {
+  const memoryMb = memoryLimitMb(workerMemoryMb ?? 0, Math.floor(totalmem() / 2 ** 20));
+  return { memoryGb: Math.floor(memoryMb / 1024), vcpus: availableParallelism() };
 }
 
 function gpuTypeView(id: string, ctx: GqlContext) {
@@ -106,7 +114,7 @@ function gpuTypeView(id: string, ctx: GqlContext) {
     lowestPrice: (args: { input?: LowestPriceInput }) => {
       const count = args.input?.gpuCount ?? 1;
       const here = stockOf(ctx.deps.gpuStock?.(), id, args.input?.dataCenterId);
-      const machine = machineOf();
+      const machine = machineOf(ctx.deps.workerMemoryMb);
       const fits =
         here !== undefined &&
         here.total >= count &&
