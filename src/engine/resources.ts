@@ -15,7 +15,7 @@ import {
   type WorkerRecord,
 } from '../domain/index.ts';
 import { invalidField, WharfError } from '../errors/index.ts';
-import type { Store } from '../store/index.ts';
+import type { EndpointWrite, Store, TemplateWrite } from '../store/index.ts';
 import { nameKept, refuseInUse } from './resource-rules.ts';
 
 /** Checks that a template's image can be run by the configured executor: null = fine, else the reason. */
@@ -61,10 +61,15 @@ export class Resources {
 
   async createTemplate(userId: string, input: TemplateInput): Promise<Template> {
     refuseNul(input, TEMPLATE_START_FIELDS);
-    return this.store.exclusively(userId, () => this.createTemplateLocked(userId, input));
+    return this.store.exclusively(userId, async () => {
+      const t = await this.templateToCreate(userId, input);
+      await nameKept(() => this.store.createTemplate(t), 'template', t.name);
+      return t;
+    });
   }
 
-  private async createTemplateLocked(userId: string, input: TemplateInput): Promise<Template> {
+  /** The template `input` makes, checked (its registry auth, its name); not written yet. */
+  private async templateToCreate(userId: string, input: TemplateInput): Promise<Template> {
     const t: Template = {
       ...TEMPLATE_DEFAULTS,
       ...stripUndefined(input),
@@ -79,7 +84,6 @@ export class Resources {
     if ((await this.store.listTemplates(userId)).some((x) => x.name === t.name)) {
       throw new WharfError('NAME_TAKEN', { resource: 'template', name: t.name });
     }
-    await nameKept(() => this.store.createTemplate(t), 'template', t.name);
     return t;
   }
 
@@ -98,8 +102,8 @@ export class Resources {
     return this.store.exclusively(userId, async () => {
       const before = await this.getTemplate(userId, id);
       const { after, users } = await this.templateAfter(userId, before, patch);
-      await nameKept(() => this.store.updateTemplate(after), 'template', after.name);
-      if (templateVersionChanged(before, after)) await this.bumpUsers(userId, users);
+      const bumped = templateVersionChanged(before, after) ? await this.bumped(userId, users) : [];
+      await this.save({ update: after }, bumped.map(updated));
       return after;
     });
   }
@@ -123,14 +127,32 @@ export class Resources {
     return { after, users };
   }
 
-  /** Workers are made from the template: a change to how rolls every endpoint that uses it (a version bump). */
-  private async bumpUsers(userId: string, endpointIds: readonly string[]): Promise<void> {
+  /**
+   * Workers are made from the template: a change to how rolls every endpoint that uses it (a version bump). These
+   * endpoints with theirs, written with the template's change.
+   */
+  private async bumped(userId: string, endpointIds: readonly string[]): Promise<Endpoint[]> {
+    const bumped: Endpoint[] = [];
     for (const endpointId of endpointIds) {
       const e = await this.store.getEndpoint(userId, endpointId);
-      if (!e) continue;
-      const bumped = { ...e, version: e.version + 1 };
-      await this.store.updateEndpoint(bumped);
-      this.emit({ kind: 'updated', endpoint: bumped });
+      if (e) bumped.push({ ...e, version: e.version + 1 });
+    }
+    return bumped;
+  }
+
+  /**
+   * Writes one change of a template and its endpoints in one transaction (saveTemplateAndEndpoints): a store failure
+   * half way leaves none of it, where the template changed and its endpoints not rolled would stay so (a retry sees
+   * no change). Then tells the listeners of each endpoint written. A template name that lost a race is NAME_TAKEN.
+   */
+  private async save(template: TemplateWrite | null, endpoints: EndpointWrite[]): Promise<void> {
+    const named = template && ('create' in template ? template.create : 'update' in template ? template.update : null);
+    const write = () => this.store.saveTemplateAndEndpoints(template, endpoints);
+    await (named ? nameKept(write, 'template', named.name) : write());
+    for (const w of endpoints) {
+      if ('create' in w) this.emit({ kind: 'created', endpoint: w.create });
+      else if ('update' in w) this.emit({ kind: 'updated', endpoint: w.update });
+      else this.emit({ kind: 'deleted', endpoint: w.delete });
     }
   }
 
@@ -146,25 +168,52 @@ export class Resources {
     refuseNul(input, ['env']);
     return this.store.exclusively(userId, async () => {
       const template = await this.templateFor(userId, input.templateId);
-      await this.checkImage(userId, template.imageName);
-      const e: Endpoint = {
-        ...ENDPOINT_DEFAULTS,
-        dataCenterIds: [...ENDPOINT_DEFAULTS.dataCenterIds],
-        ...stripUndefined(input),
-        templateId: input.templateId,
-        id: opts.id ?? newEndpointId(),
-        userId,
-        version: 1,
-        createdAt: Date.now(),
-      };
-      if (e.gpuIds === '' && e.gpuTypeIds.length > 0) e.gpuIds = e.gpuTypeIds.join(',');
-      normalise(e);
-      checkRules(e);
-      await this.checkVolumes(userId, e);
+      const e = await this.endpointToCreate(userId, opts.id ?? newEndpointId(), input, template);
       await this.store.createEndpoint(e);
       this.emit({ kind: 'created', endpoint: e });
       return e;
     });
+  }
+
+  /**
+   * A new endpoint with its template given inline (GraphQL saveEndpoint's `template`): the template is made bound
+   * to it, and both are written together or neither is (a template left behind would hold its name: flash, sending
+   * it again, was refused with NAME_TAKEN).
+   */
+  async createEndpointWithTemplate(
+    userId: string,
+    input: Omit<EndpointInput, 'templateId'>,
+    template: TemplateInput,
+  ): Promise<Endpoint> {
+    refuseNul(input, ['env']);
+    refuseNul(template, TEMPLATE_START_FIELDS);
+    return this.store.exclusively(userId, async () => {
+      const id = newEndpointId();
+      const t = await this.templateToCreate(userId, { ...template, boundEndpointId: id });
+      const e = await this.endpointToCreate(userId, id, { ...input, templateId: t.id }, t);
+      await this.save({ create: t }, [{ create: e }]);
+      return e;
+    });
+  }
+
+  /** The endpoint `input` makes on `template` (its own), checked (its image, its rules, its volumes); not written. */
+  private async endpointToCreate(userId: string, id: string, input: EndpointInput, template: Template) {
+    await this.checkImage(userId, template.imageName);
+    const e: Endpoint = {
+      ...ENDPOINT_DEFAULTS,
+      dataCenterIds: [...ENDPOINT_DEFAULTS.dataCenterIds],
+      ...stripUndefined(input),
+      templateId: input.templateId,
+      id,
+      userId,
+      version: 1,
+      createdAt: Date.now(),
+    };
+    if (e.gpuIds === '' && e.gpuTypeIds.length > 0) e.gpuIds = e.gpuTypeIds.join(',');
+    normalise(e);
+    checkRules(e);
+    await this.checkVolumes(userId, e);
+    return e;
   }
 
   /** The endpoint of this user, or ENDPOINT_NOT_FOUND (another user's endpoint is not found either). */
@@ -204,6 +253,7 @@ export class Resources {
    * own bound template held the name), or under a new name rolled every worker for nothing. An endpoint whose
    * template is not bound to it (a shared one, chosen by templateId) gets a new template bound to it, and the
    * shared one is left as it is; a bound template that other endpoints were also set to use changes for them too.
+   * The template, the other endpoints' bumps and the endpoint are written in one transaction.
    */
   async updateEndpointWithTemplate(
     userId: string,
@@ -216,44 +266,48 @@ export class Resources {
     return this.store.exclusively(userId, async () => {
       const before = await this.getEndpoint(userId, id);
       const current = await this.store.getTemplate(userId, before.templateId);
+      // Everything is checked before anything is written: a refused endpoint leaves no template made or changed.
       if (current?.boundEndpointId !== before.id) {
-        const made = await this.createTemplateLocked(userId, { ...template, boundEndpointId: before.id });
-        try {
-          return await this.writeEndpoint(
-            userId,
-            before,
-            await this.endpointAfter(userId, before, { ...patch, templateId: made.id }),
-          );
-        } catch (error) {
-          // The endpoint was refused (a bad volume, a rule): the template made for it goes too.
-          await this.store.deleteTemplate(userId, made.id).catch(() => {});
-          throw error;
-        }
+        const made = await this.templateToCreate(userId, { ...template, boundEndpointId: before.id });
+        const after = await this.endpointAfter(userId, before, { ...patch, templateId: made.id }, made);
+        // The template it leaves is not bound to it: nothing to release.
+        return this.writeEndpoint(userId, before, after, { template: { create: made } });
       }
       const { after: replaced, users } = await this.templateAfter(userId, current, {
         ...template,
         boundEndpointId: before.id,
       });
-      // Everything is checked before anything is written: a refused endpoint leaves its template as it was.
       const after = await this.endpointAfter(userId, before, patch);
       const rolled = templateVersionChanged(current, replaced);
-      await nameKept(() => this.store.updateTemplate(replaced), 'template', replaced.name);
-      if (rolled)
-        await this.bumpUsers(
-          userId,
-          users.filter((x) => x !== before.id),
-        );
-      return this.writeEndpoint(userId, before, after, rolled);
+      const bumped = rolled
+        ? await this.bumped(
+            userId,
+            users.filter((x) => x !== before.id),
+          )
+        : [];
+      return this.writeEndpoint(userId, before, after, {
+        template: { update: replaced },
+        bumped,
+        templateRolled: rolled,
+      });
     });
   }
 
-  /** The endpoint `patch` makes of `before`, checked (its template, its rules, its volumes); version not yet set. */
-  private async endpointAfter(userId: string, before: Endpoint, patch: Partial<EndpointInput>): Promise<Endpoint> {
+  /**
+   * The endpoint `patch` makes of `before`, checked (its template, its rules, its volumes); version not yet set.
+   * `made`: the new template it moves to, not written yet.
+   */
+  private async endpointAfter(
+    userId: string,
+    before: Endpoint,
+    patch: Partial<EndpointInput>,
+    made?: Template,
+  ): Promise<Endpoint> {
     const after: Endpoint = { ...before, ...stripUndefined(patch) };
     if (patch.gpuTypeIds !== undefined && patch.gpuIds === undefined) after.gpuIds = after.gpuTypeIds.join(',');
     normalise(after);
     if (after.templateId !== before.templateId) {
-      const template = await this.templateFor(userId, after.templateId);
+      const template = made ?? (await this.templateFor(userId, after.templateId));
       await this.checkImage(userId, template.imageName);
     }
     checkRules(after);
@@ -263,45 +317,41 @@ export class Resources {
     return after;
   }
 
-  /** Writes the change, with one version bump when it (or, `templateRolled`, its template's change) rolls workers. */
+  /**
+   * Writes the change, with one version bump when it (or, `templateRolled`, its template's change) rolls workers, in
+   * one transaction with the write of its template: `template` (and `bumped`, the template's other users rolled by
+   * it) when the caller changes the template too, else, moved to another template, the release of the one bound to it.
+   */
   private async writeEndpoint(
     userId: string,
     before: Endpoint,
     after: Endpoint,
-    templateRolled = false,
+    change: { template?: TemplateWrite; bumped?: Endpoint[]; templateRolled?: boolean } = {},
   ): Promise<Endpoint> {
-    if (templateRolled || endpointVersionChanged(before, after)) after.version = before.version + 1;
-    await this.store.updateEndpoint(after);
-    this.emit({ kind: 'updated', endpoint: after });
-    if (after.templateId !== before.templateId) await this.releaseBoundTemplate(userId, before);
+    if (change.templateRolled || endpointVersionChanged(before, after)) after.version = before.version + 1;
+    const moved = after.templateId !== before.templateId;
+    const template = change.template ?? (moved ? await this.released(userId, before) : null);
+    await this.save(template, [...(change.bumped ?? []).map(updated), { update: after }]);
     return after;
   }
 
   async deleteEndpoint(userId: string, id: string): Promise<void> {
     return this.store.exclusively(userId, async () => {
       const e = await this.getEndpoint(userId, id);
-      await this.store.deleteEndpoint(userId, id);
-      this.emit({ kind: 'deleted', endpoint: e });
-      await this.releaseBoundTemplate(userId, e);
+      await this.save(await this.released(userId, e), [{ delete: e }]);
     });
   }
 
   /**
    * The inline template made for an endpoint goes when the endpoint is deleted or moves to another template, or is
-   * unbound if another endpoint uses it. (Best effort: the endpoint's change is done whatever happens here.)
+   * unbound if another endpoint uses it: the write that does so, made with the endpoint's (null: none is bound to it).
+   * Left behind, it would keep its name, bound to an endpoint that no longer uses it and hidden from lists.
    */
-  private async releaseBoundTemplate(userId: string, e: Endpoint): Promise<void> {
-    const t = await this.store.getTemplate(userId, e.templateId).catch(() => null);
-    if (t?.boundEndpointId !== e.id) return;
-    try {
-      if ((await this.store.endpointsUsingTemplate(userId, t.id)).length === 0) {
-        await this.store.deleteTemplate(userId, t.id);
-      } else {
-        await this.store.updateTemplate({ ...t, boundEndpointId: null });
-      }
-    } catch {
-      // The store is away: the template stays (bound, listed with includeEndpointBoundTemplates).
-    }
+  private async released(userId: string, e: Endpoint): Promise<TemplateWrite | null> {
+    const t = await this.store.getTemplate(userId, e.templateId);
+    if (t?.boundEndpointId !== e.id) return null;
+    const others = (await this.store.endpointsUsingTemplate(userId, t.id)).filter((x) => x !== e.id);
+    return others.length === 0 ? { delete: t } : { update: { ...t, boundEndpointId: null } };
   }
 
   /** A template may only name one of its owner's registry auths. */
@@ -334,6 +384,8 @@ export class Resources {
     return t;
   }
 }
+
+const updated = (e: Endpoint): EndpointWrite => ({ update: e });
 
 /** Fields that follow from others, set the same way on create and update. */
 function normalise(e: Endpoint): void {

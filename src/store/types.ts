@@ -325,7 +325,20 @@ export interface ResourceStore {
   /** Deletes the endpoint with its jobs, workers and history. */
   deleteEndpoint(userId: string, id: string): Promise<boolean>;
   endpointsUsingTemplate(userId: string, templateId: string): Promise<string[]>;
+  /**
+   * One change of a template and the endpoints it comes with, in one transaction: every write lands or none does.
+   * A template change that rolls workers with the version bump of each endpoint that uses it, an endpoint saved or
+   * created with its inline template, an endpoint that leaves (or is deleted with) the template bound to it: a store
+   * failure half way must not leave the template changed and its endpoints not rolled (a retry would see no change).
+   * The template is written first, then the endpoints in order; an endpoint delete is deleteEndpoint's.
+   */
+  saveTemplateAndEndpoints(template: TemplateWrite | null, endpoints: readonly EndpointWrite[]): Promise<void>;
 }
+
+/** A template written by saveTemplateAndEndpoints: made, replaced or deleted. */
+export type TemplateWrite = { create: Template } | { update: Template } | { delete: Template };
+/** An endpoint written by saveTemplateAndEndpoints: made, replaced or deleted (with its jobs, workers and history). */
+export type EndpointWrite = { create: Endpoint } | { update: Endpoint } | { delete: Endpoint };
 
 /** Backend differences, in one table (STYLE.md habit 4). */
 export interface StoreCapabilities {

@@ -11,7 +11,13 @@ import {
   RETAKE_AFTER_STOP_MS,
   TEMPLATE_DEFAULTS,
 } from '../../src/domain/index.ts';
-import { isUniqueViolation, type HandTo, type Store } from '../../src/store/index.ts';
+import {
+  isUniqueViolation,
+  type EndpointWrite,
+  type HandTo,
+  type Store,
+  type TemplateWrite,
+} from '../../src/store/index.ts';
 import { newJob, T0, worker } from './records.ts';
 
 import { countsContract } from './contract-counts.ts';
@@ -840,6 +846,61 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(await store.deleteEndpoint('u1', ep)).toBe(true);
         expect(await store.getJob(ep, j.id)).toBeNull();
         expect(await store.listEndpoints('u1')).toEqual([]);
+      });
+
+      it('writes a template with its endpoints in one transaction: all of it, or none when one write is refused', async () => {
+        const t: Template = {
+          ...TEMPLATE_DEFAULTS,
+          id: 't1',
+          userId: 'u1',
+          name: 'tpl',
+          imageName: 'file://x',
+          createdAt: T0,
+        };
+        const e = (id: string, over: Partial<Endpoint> = {}): Endpoint => ({
+          ...ENDPOINT_DEFAULTS,
+          dataCenterIds: [],
+          id,
+          userId: 'u1',
+          templateId: 't1',
+          version: 1,
+          createdAt: T0,
+          ...over,
+        });
+        const refused = (template: TemplateWrite | null, endpoints: EndpointWrite[]) =>
+          store.saveTemplateAndEndpoints(template, endpoints).then(
+            () => null,
+            (error: unknown) => error,
+          );
+        await store.saveTemplateAndEndpoints({ create: t }, [{ create: e('ep-a') }, { create: e('ep-b') }]);
+        expect(await store.endpointsUsingTemplate('u1', 't1')).toEqual(['ep-a', 'ep-b']);
+        // A change with the version bumps it makes, the last write refused (an endpoint id that exists, made again):
+        // neither the template nor the first bump is written.
+        const changed = { ...t, imageName: 'file://y' };
+        const last = await refused({ update: changed }, [{ update: e('ep-a', { version: 2 }) }, { create: e('ep-b') }]);
+        expect(isUniqueViolation(last), String(last)).toBe(true);
+        expect(await store.getTemplate('u1', 't1')).toEqual(t);
+        expect((await store.getEndpoint('u1', 'ep-a'))?.version).toBe(1);
+        // A template made under a name another holds, with its endpoint: neither is written.
+        const taken = await refused({ create: { ...t, id: 't2' } }, [{ create: e('ep-c', { templateId: 't2' }) }]);
+        expect(isUniqueViolation(taken), String(taken)).toBe(true);
+        expect(await store.getEndpoint('u1', 'ep-c')).toBeNull();
+        // Written whole.
+        await store.saveTemplateAndEndpoints({ update: changed }, [
+          { update: e('ep-a', { version: 2 }) },
+          { update: e('ep-b', { version: 2 }) },
+        ]);
+        expect(await store.getTemplate('u1', 't1')).toEqual(changed);
+        expect((await store.listEndpoints('u1')).map((x) => [x.id, x.version])).toEqual([
+          ['ep-a', 2],
+          ['ep-b', 2],
+        ]);
+        // Endpoints deleted (with their jobs) with the template they leave.
+        const j = await store.submitJob(newJob('ep-b'));
+        await store.saveTemplateAndEndpoints({ delete: changed }, [{ delete: e('ep-a') }, { delete: e('ep-b') }]);
+        expect(await store.listTemplates('u1')).toEqual([]);
+        expect(await store.listEndpoints('u1')).toEqual([]);
+        expect(await store.getJob('ep-b', j.id)).toBeNull();
       });
     });
 

@@ -1,8 +1,33 @@
 import type { ApiKey, Endpoint, Template, User } from '../../domain/index.ts';
 import type { AccountStore, ResourceStore } from '../types.ts';
 import { KeyedMutex } from '../keyed-mutex.ts';
-import type { Db } from './db.ts';
+import type { Conn, Db } from './db.ts';
 import { docs, toWorker, type WorkerRow } from './rows.ts';
+
+const INSERT_TEMPLATE = 'INSERT INTO templates (id, user_id, name, doc) VALUES ($1, $2, $3, $4)';
+const UPDATE_TEMPLATE = 'UPDATE templates SET name = $1, doc = $2 WHERE id = $3 AND user_id = $4';
+const DELETE_TEMPLATE = 'DELETE FROM templates WHERE id = $1 AND user_id = $2 RETURNING id';
+const INSERT_ENDPOINT = 'INSERT INTO endpoints (id, user_id, template_id, doc) VALUES ($1, $2, $3, $4)';
+const UPDATE_ENDPOINT = 'UPDATE endpoints SET template_id = $1, doc = $2 WHERE id = $3 AND user_id = $4';
+const templateRow = (t: Template) => [t.id, t.userId, t.name, JSON.stringify(t)];
+const templateUpdate = (t: Template) => [t.name, JSON.stringify(t), t.id, t.userId];
+const endpointRow = (e: Endpoint) => [e.id, e.userId, e.templateId, JSON.stringify(e)];
+const endpointUpdate = (e: Endpoint) => [e.templateId, JSON.stringify(e), e.id, e.userId];
+
+/** Deletes the endpoint with its jobs, workers and history, in the caller's transaction. */
+async function deleteEndpointIn(c: Conn, userId: string, id: string): Promise<boolean> {
+  const gone = await c.query('DELETE FROM endpoints WHERE id = $1 AND user_id = $2', [id, userId]);
+  if (gone.rowCount === 0) return false;
+  // "Deleting an endpoint permanently removes its configuration, logs and job history" (interface §3.2).
+  const jobs = 'SELECT id FROM jobs WHERE endpoint_id = $1';
+  await c.query(`DELETE FROM stream_chunks WHERE job_id IN (${jobs})`, [id]);
+  await c.query(`DELETE FROM stream_cursors WHERE job_id IN (${jobs})`, [id]);
+  await c.query('DELETE FROM jobs WHERE endpoint_id = $1', [id]);
+  await c.query('DELETE FROM tombstones WHERE endpoint_id = $1', [id]);
+  await c.query('DELETE FROM job_stops WHERE worker_id IN (SELECT id FROM workers WHERE endpoint_id = $1)', [id]);
+  await c.query('DELETE FROM workers WHERE endpoint_id = $1', [id]);
+  return true;
+}
 
 /**
  * Users, keys, templates and endpoints stored as JSON documents with their lookup columns. Unlike the SQLite store,
@@ -54,36 +79,21 @@ export function resourceVerbs(db: Db): AccountStore & ResourceStore {
     },
 
     async createTemplate(t: Template) {
-      await db.query('INSERT INTO templates (id, user_id, name, doc) VALUES ($1, $2, $3, $4)', [
-        t.id,
-        t.userId,
-        t.name,
-        JSON.stringify(t),
-      ]);
+      await db.query(INSERT_TEMPLATE, templateRow(t));
     },
     getTemplate: (userId, id) =>
       one<Template>('SELECT doc FROM templates WHERE id = $1 AND user_id = $2', [id, userId]),
     listTemplates: (userId) => many<Template>('SELECT doc FROM templates WHERE user_id = $1 ORDER BY seq', [userId]),
     async updateTemplate(t) {
-      await db.query('UPDATE templates SET name = $1, doc = $2 WHERE id = $3 AND user_id = $4', [
-        t.name,
-        JSON.stringify(t),
-        t.id,
-        t.userId,
-      ]);
+      await db.query(UPDATE_TEMPLATE, templateUpdate(t));
     },
     async deleteTemplate(userId, id) {
-      const rows = await db.query('DELETE FROM templates WHERE id = $1 AND user_id = $2 RETURNING id', [id, userId]);
+      const rows = await db.query(DELETE_TEMPLATE, [id, userId]);
       return rows.length > 0;
     },
 
     async createEndpoint(e: Endpoint) {
-      await db.query('INSERT INTO endpoints (id, user_id, template_id, doc) VALUES ($1, $2, $3, $4)', [
-        e.id,
-        e.userId,
-        e.templateId,
-        JSON.stringify(e),
-      ]);
+      await db.query(INSERT_ENDPOINT, endpointRow(e));
     },
     getEndpoint: (userId, id) =>
       userId === null
@@ -104,34 +114,27 @@ export function resourceVerbs(db: Db): AccountStore & ResourceStore {
         ? many<Endpoint>('SELECT doc FROM endpoints ORDER BY seq')
         : many<Endpoint>('SELECT doc FROM endpoints WHERE user_id = $1 ORDER BY seq', [userId]),
     async updateEndpoint(e) {
-      await db.query('UPDATE endpoints SET template_id = $1, doc = $2 WHERE id = $3 AND user_id = $4', [
-        e.templateId,
-        JSON.stringify(e),
-        e.id,
-        e.userId,
-      ]);
+      await db.query(UPDATE_ENDPOINT, endpointUpdate(e));
     },
-    deleteEndpoint(userId, id) {
-      return db.tx(async (c) => {
-        const gone = await c.query('DELETE FROM endpoints WHERE id = $1 AND user_id = $2', [id, userId]);
-        if (gone.rowCount === 0) return false;
-        // "Deleting an endpoint permanently removes its configuration, logs and job history" (interface §3.2).
-        const jobs = 'SELECT id FROM jobs WHERE endpoint_id = $1';
-        await c.query(`DELETE FROM stream_chunks WHERE job_id IN (${jobs})`, [id]);
-        await c.query(`DELETE FROM stream_cursors WHERE job_id IN (${jobs})`, [id]);
-        await c.query('DELETE FROM jobs WHERE endpoint_id = $1', [id]);
-        await c.query('DELETE FROM tombstones WHERE endpoint_id = $1', [id]);
-        await c.query('DELETE FROM job_stops WHERE worker_id IN (SELECT id FROM workers WHERE endpoint_id = $1)', [id]);
-        await c.query('DELETE FROM workers WHERE endpoint_id = $1', [id]);
-        return true;
-      });
-    },
+    deleteEndpoint: (userId, id) => db.tx((c) => deleteEndpointIn(c, userId, id)),
     async endpointsUsingTemplate(userId, templateId) {
       const rows = await db.query<{ id: string }>(
         'SELECT id FROM endpoints WHERE user_id = $1 AND template_id = $2 ORDER BY seq',
         [userId, templateId],
       );
       return rows.map((r) => r.id);
+    },
+    saveTemplateAndEndpoints(template, endpoints) {
+      return db.tx(async (c) => {
+        if (template && 'create' in template) await c.query(INSERT_TEMPLATE, templateRow(template.create));
+        else if (template && 'update' in template) await c.query(UPDATE_TEMPLATE, templateUpdate(template.update));
+        else if (template) await c.query(DELETE_TEMPLATE, [template.delete.id, template.delete.userId]);
+        for (const w of endpoints) {
+          if ('create' in w) await c.query(INSERT_ENDPOINT, endpointRow(w.create));
+          else if ('update' in w) await c.query(UPDATE_ENDPOINT, endpointUpdate(w.update));
+          else await deleteEndpointIn(c, w.delete.userId, w.delete.id);
+        }
+      });
     },
   };
 }

@@ -16,12 +16,14 @@ import type {
 } from '../../domain/index.ts';
 import { mayHandJobTo } from '../../domain/index.ts';
 import type {
+  EndpointWrite,
   HandTo,
   JobListCursor,
   LeaseSweep,
   NewJob,
   Store,
   StoreCapabilities,
+  TemplateWrite,
   UsageFilter,
   WebhookAttempt,
   WebhookDeliveryState,
@@ -330,14 +332,28 @@ class SqliteStore implements Store {
     return this.write(() => this.res.updateEndpoint(e));
   }
   deleteEndpoint(userId: string, id: string) {
-    return this.write(() => {
-      // It deletes the endpoint's workers too (resources.ts).
-      this.workers.forgetAll();
-      return this.res.deleteEndpoint(userId, id);
-    });
+    return this.write(() => this.deleteEndpointNow(userId, id));
+  }
+  private deleteEndpointNow(userId: string, id: string): boolean {
+    // It deletes the endpoint's workers too (resources.ts).
+    this.workers.forgetAll();
+    return this.res.deleteEndpoint(userId, id);
   }
   async endpointsUsingTemplate(userId: string, templateId: string) {
     return this.res.endpointsUsingTemplate(userId, templateId);
+  }
+  saveTemplateAndEndpoints(template: TemplateWrite | null, endpoints: readonly EndpointWrite[]) {
+    // One write: one savepoint, so a statement that fails rolls every row of the change back.
+    return this.write(() => {
+      if (template && 'create' in template) this.res.createTemplate(template.create);
+      else if (template && 'update' in template) this.res.updateTemplate(template.update);
+      else if (template) this.res.deleteTemplate(template.delete.userId, template.delete.id);
+      for (const w of endpoints) {
+        if ('create' in w) this.res.createEndpoint(w.create);
+        else if ('update' in w) this.res.updateEndpoint(w.update);
+        else this.deleteEndpointNow(w.delete.userId, w.delete.id);
+      }
+    });
   }
 
   // Management: user settings, network volumes, registry auths, secrets, usage (types-volumes.ts)

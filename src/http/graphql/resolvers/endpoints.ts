@@ -1,4 +1,4 @@
-import { allowsAnyDataCenter, newEndpointId, type Endpoint } from '../../../domain/index.ts';
+import { allowsAnyDataCenter, type Endpoint } from '../../../domain/index.ts';
 import { WharfError } from '../../../errors/index.ts';
 import { invalid, required, type GqlContext, type ResolverMap } from '../context.ts';
 import {
@@ -72,16 +72,8 @@ async function saveEndpoint(input: GqlEndpointInput, ctx: GqlContext): Promise<E
     if (!templateId) throw invalid('templateId', 'is required to create an endpoint (or give an inline template)');
     return resources.createEndpoint(userId, { ...fields, templateId });
   }
-  // A new endpoint's id is chosen first, so that its inline template can be bound to it.
-  const endpointId = newEndpointId();
-  const inline = (await resources.createTemplate(userId, { ...template, boundEndpointId: endpointId })).id;
-  try {
-    return await resources.createEndpoint(userId, { ...fields, templateId: inline }, { id: endpointId });
-  } catch (error) {
-    // The endpoint was refused (a bad volume, a rule): the template made for it goes too.
-    await resources.deleteTemplate(userId, inline).catch(() => {});
-    throw error;
-  }
+  // The template is made bound to the new endpoint, in one write with it: a refused endpoint leaves no template.
+  return resources.createEndpointWithTemplate(userId, fields, template);
 }
 
 export const endpointResolvers: ResolverMap = {
