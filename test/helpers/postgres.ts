@@ -64,11 +64,14 @@ export function schemaUrl(schema: string, poolSize = 8): string {
 /**
  * A TCP proxy in front of PostgreSQL, to take the database away from a store and give it back: `cut()` drops every
  * connection and refuses new ones (as a database that went down), `restore()` listens again on the same port.
+ * `stall()` silences the connections open now, in both directions, without closing them (as a NAT or a network
+ * partition that drops a connection without a word): nothing tells their ends; new connections pass as before.
  */
 export interface PgProxy {
   /** PG_URL through the proxy, with the given schema. */
   url(schema: string): string;
   cut(): Promise<void>;
+  stall(): void;
   restore(): Promise<void>;
   close(): Promise<void>;
 }
@@ -76,15 +79,19 @@ export interface PgProxy {
 export async function startPgProxy(): Promise<PgProxy> {
   const target = new URL(PG_URL);
   const sockets = new Set<Socket>();
+  const pairs = new Set<[Socket, Socket]>();
   const server = createServer((client) => {
     const upstream = connect(Number(target.port || 5432), target.hostname);
     sockets.add(client);
     sockets.add(upstream);
+    const pair: [Socket, Socket] = [client, upstream];
+    pairs.add(pair);
     const drop = (): void => {
       client.destroy();
       upstream.destroy();
       sockets.delete(client);
       sockets.delete(upstream);
+      pairs.delete(pair);
     };
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
@@ -116,6 +123,16 @@ export async function startPgProxy(): Promise<PgProxy> {
       return u.toString();
     },
     cut,
+    stall() {
+      // Still open (and closed by cut() or close()), but nothing passes any more either way.
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+      pairs.clear();
+    },
     restore: () => listen(port),
     close: async () => {
       if (server.listening) await cut();

@@ -199,6 +199,40 @@ describe.skipIf(unavailable !== null)('postgres specifics', () => {
     busB.close();
   });
 
+  it('a LISTEN connection that falls silent without closing (a NAT or a partition dropped it) is noticed and replaced', async () => {
+    // No FIN, no RST: the kernel's keepalive would tell after two hours or more. Meanwhile the node would be deaf to
+    // every other node's wake-ups: a /runsync here whose job finishes there would answer only when its wait ran out.
+    const p = await proxy();
+    const schema = newSchema();
+    const a = store(schema);
+    await a.migrate();
+    const b = store(schema, p.url(schema));
+    const [busA, busB] = [new Bus(), new Bus()];
+    await a.cluster().bridge(busA);
+    await b.cluster().bridge(busB);
+    const first = busB.arm('job:x', 10_000);
+    busA.publish('job:x');
+    expect(await first.promise).toBe(true);
+
+    p.stall();
+    try {
+      // A waiter armed while B is deaf is woken once B listens again (wake-ups may have been lost meanwhile)...
+      const during = busB.arm('job:y', 15_000);
+      const stalledAt = Date.now();
+      expect(await during.promise).toBe(true);
+      expect(Date.now() - stalledAt).toBeLessThan(8000);
+      // ...and wake-ups from A reach B again.
+      const after = busB.arm('job:z', 5000);
+      busA.publish('job:z');
+      expect(await after.promise).toBe(true);
+    } finally {
+      busA.close();
+      busB.close();
+      // The stalled connections end only when their sockets go (closing them would wait for an answer forever).
+      await p.cut();
+    }
+  });
+
   it('a single wake-up (one per new job) wakes as many single waiters on another node, in a form older nodes read as a wake-up for all', async () => {
     const schema = newSchema();
     const a = store(schema);

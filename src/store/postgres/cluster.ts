@@ -30,7 +30,7 @@ export class PgCluster implements ClusterNode {
 
   async bridge(bus: ClusterBus): Promise<void> {
     if (this.bridgeOf) return;
-    this.bridgeOf = new NotifyBridge(this.db, this.channel, bus, this.o.onError);
+    this.bridgeOf = new NotifyBridge(this.db, this.channel, bus, this.o.onError, this.o.retryMs);
     await this.bridgeOf.start();
   }
 

@@ -22,7 +22,10 @@ const ALL = -1;
  * up, a wake-up for all wins) and sent together by the next one, so a thousand submissions to one endpoint cost a
  * handful of NOTIFYs, not a thousand.
  * Sends go through the pool; listening uses one dedicated connection, re-established (and LISTEN re-issued) when it
- * drops. After a reconnect every local waiter is woken once, since wake-ups sent meanwhile were lost.
+ * drops. After a reconnect every local waiter is woken once, since wake-ups sent meanwhile were lost. A connection
+ * that falls silent without closing (a NAT or a partition dropped it: no FIN, and TCP keepalive tells only after hours)
+ * would leave the node deaf to the others' wake-ups, so it is checked every `checkMs` with a query, as the leader
+ * checks its own, and replaced when the answer does not come in time.
  */
 export class NotifyBridge {
   private readonly db: Db;
@@ -39,12 +42,15 @@ export class NotifyBridge {
   private unsubscribe: (() => void) | undefined;
   private stopped = false;
   private everConnected = false;
+  private readonly checkMs: number;
+  private check: NodeJS.Timeout | undefined;
 
-  constructor(db: Db, channel: string, bus: ClusterBus, onError: (error: unknown) => void) {
+  constructor(db: Db, channel: string, bus: ClusterBus, onError: (error: unknown) => void, checkMs = 1000) {
     this.db = db;
     this.channel = channel;
     this.bus = bus;
     this.onError = onError;
+    this.checkMs = checkMs;
   }
 
   /** Subscribe to local publishes and start listening; a database that is down now is retried in the background. */
@@ -57,6 +63,7 @@ export class NotifyBridge {
     this.stopped = true;
     this.unsubscribe?.();
     clearTimeout(this.retry);
+    clearTimeout(this.check);
     await this.connecting;
     await this.sending;
     const client = this.client;
@@ -73,7 +80,8 @@ export class NotifyBridge {
 
   private async dial(): Promise<void> {
     if (this.stopped || this.client) return;
-    const client = this.db.client();
+    // The query timeout bounds the check (below): an answer that does not come means a connection that is gone.
+    const client = this.db.client({ query_timeout: Math.max(2000, this.checkMs * 2) });
     client.on('error', () => this.dropped(client));
     client.on('end', () => this.dropped(client));
     client.on('notification', (msg) => {
@@ -94,11 +102,24 @@ export class NotifyBridge {
     this.client = client;
     if (this.everConnected) this.bus.wakeAll();
     this.everConnected = true;
+    this.checkLater(client);
+  }
+
+  /** Ask the listening connection for an answer every checkMs; one that fails or does not come replaces it. */
+  private checkLater(client: pg.Client): void {
+    this.check = setTimeout(() => {
+      if (this.client !== client) return;
+      client.query('SELECT 1').then(
+        () => this.checkLater(client),
+        () => this.dropped(client),
+      );
+    }, this.checkMs);
   }
 
   private dropped(client: pg.Client): void {
     if (this.client !== client) return;
     this.client = null;
+    clearTimeout(this.check);
     client.end().catch(() => {});
     this.later();
   }
