@@ -85,17 +85,17 @@ export class Accounts {
         // admin key that does not work would lock the operator out in silence.
         throw new Error('WHARF_ADMIN_KEY is a key that was revoked (an earlier value?): set a new one');
       }
-      if (!existing) {
-        await this.addKey(admin.id, adminKey, ADMIN_ENV_KEY_NAME, 'all', []);
-        // A new WHARF_ADMIN_KEY replaces the one set before: rotating the variable must retire the old key.
-        const now = Date.now();
-        for (const k of await this.store.listApiKeys(admin.id)) {
-          if (k.name === ADMIN_ENV_KEY_NAME && k.revokedAt === null && k.hash !== hashKey(adminKey)) {
-            await this.store.revokeApiKey(admin.id, k.id, now);
-          }
+      if (!existing) await this.addKey(admin.id, adminKey, ADMIN_ENV_KEY_NAME, 'all', []);
+      // A new WHARF_ADMIN_KEY replaces the one set before: rotating the variable must retire the old key. Checked at
+      // every start, not only the one that stored the new key: a start cut off between the two writes (a crash, a
+      // store failure) would otherwise leave the old key valid for good.
+      const now = Date.now();
+      for (const k of await this.store.listApiKeys(admin.id)) {
+        if (k.name === ADMIN_ENV_KEY_NAME && k.revokedAt === null && k.hash !== hashKey(adminKey)) {
+          await this.store.revokeApiKey(admin.id, k.id, now);
         }
-        this.invalidate();
       }
+      this.invalidate();
       return { admin, generatedKey: null };
     }
     const keys = await this.store.listApiKeys(admin.id);

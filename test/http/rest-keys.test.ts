@@ -2,6 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.ts';
+import { keyPrefix } from '../../src/domain/index.ts';
+import { hashKey } from '../../src/engine/accounts.ts';
+import { openSqliteStore } from '../../src/store/index.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEndpoint, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.ts';
 
@@ -229,6 +232,43 @@ describe('WHARF_ADMIN_KEY', () => {
       // Set back to the earlier, revoked value: refused at start with a reason, not a server nobody can log in to.
       await expect(startTestServer({ dataDir, adminKey: oldKey })).rejects.toThrow(/revoked/);
       expect(() => loadConfig({ argv: [], env: { WHARF_ADMIN_KEY: 'short-key' } })).toThrow(/at least 20 characters/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('a rotation cut off after the new key was stored still revokes the old one at the next start', async () => {
+    // The start that rotates stores the new key, then revokes the old one: a crash (or a store failure) in between
+    // left the old key valid, and every later start found the new key stored and never revoked it.
+    const dataDir = mkdtempSync(join(tmpdir(), 'wharf-admin-key-'));
+    const oldKey = 'wharf_admin_before_cutoff_000001';
+    const newKey = 'wharf_admin_after_cutoff_0000002';
+    try {
+      const first = await startTestServer({ dataDir, adminKey: oldKey });
+      await first.close();
+      // What the cut-off start left: the new key stored beside the old one, not yet revoked.
+      const store = openSqliteStore({ path: join(dataDir, 'wharf.db') });
+      try {
+        const admin = (await store.listUsers()).find((u) => u.isAdmin)!;
+        const [old] = await store.listApiKeys(admin.id);
+        await store.createApiKey({
+          ...old!,
+          id: 'cutoffrotatio',
+          hash: hashKey(newKey),
+          prefix: keyPrefix(newKey),
+          createdAt: Date.now(),
+        });
+      } finally {
+        await store.close();
+      }
+
+      const second = await startTestServer({ dataDir, adminKey: newKey });
+      try {
+        expect((await second.api('GET', '/v1/keys', undefined, { key: newKey })).status).toBe(200);
+        expect((await second.api('GET', '/v1/keys', undefined, { key: oldKey })).status).toBe(401);
+      } finally {
+        await second.close();
+      }
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
