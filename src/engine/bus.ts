@@ -21,12 +21,15 @@ export interface Waiter {
 type Settle = (woken: boolean) => void;
 /** Told of every publish: `single` for a publishOne(). */
 export type PublishListener = (topic: string, single: boolean) => void;
+/** Told of every wake-up of a topic, published here or delivered from another node. */
+export type WakeListener = (topic: string) => void;
 
 export class Bus {
   private readonly topics = new Map<string, Set<Settle>>();
   /** The waiters a single wake-up may go to, per topic, in the order they were armed (a subset of `topics`). */
   private readonly singles = new Map<string, Set<Settle>>();
   private readonly listeners = new Set<PublishListener>();
+  private readonly wakeListeners = new Set<WakeListener>();
   /** Standing handlers per topic (subscribe): called on every wake-up of the topic, never settled. */
   private readonly handlers = new Map<string, Set<() => void>>();
   private closed = false;
@@ -68,7 +71,8 @@ export class Bus {
 
   /** Wake every waiter of the topic, here and (through listeners) on other nodes. */
   publish(topic: string): void {
-    this.deliver(topic);
+    this.deliverHere(topic);
+    for (const listener of this.wakeListeners) listener(topic);
     for (const listener of this.listeners) listener(topic, false);
   }
 
@@ -78,6 +82,7 @@ export class Bus {
    */
   publishOne(topic: string): void {
     this.wakeOne(topic);
+    for (const listener of this.wakeListeners) listener(topic);
     for (const listener of this.listeners) listener(topic, true);
   }
 
@@ -97,6 +102,11 @@ export class Bus {
    * waiters (that many publishOne() calls there, coalesced into one notification).
    */
   deliver(topic: string, singles?: number): void {
+    this.deliverHere(topic, singles);
+    for (const listener of this.wakeListeners) listener(topic);
+  }
+
+  private deliverHere(topic: string, singles?: number): void {
     for (const handler of this.handlers.get(topic) ?? []) handler();
     if (singles !== undefined) {
       for (let i = 0; i < singles && this.wakeOne(topic); i++);
@@ -109,7 +119,7 @@ export class Bus {
 
   /** Wake every waiter without closing (a multi-node bridge reconnected and may have missed wake-ups). */
   wakeAll(): void {
-    for (const topic of new Set([...this.topics.keys(), ...this.handlers.keys()])) this.deliver(topic);
+    for (const topic of new Set([...this.topics.keys(), ...this.handlers.keys()])) this.deliverHere(topic);
   }
 
   /**
@@ -121,9 +131,20 @@ export class Bus {
     return () => removeFromSetOf(this.handlers, topic, handler);
   }
 
+  /** Told of every publish on this node (a multi-node bridge forwards them to the others). */
   onPublish(listener: PublishListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Told of every wake-up of every topic, published on this node or delivered from another (not of a wakeAll): for
+   * what follows all topics of a kind wherever they are published, such as the leader's autoscaler, which starts a
+   * worker at once for a job queued on any node at an endpoint that has none.
+   */
+  onWake(listener: WakeListener): () => void {
+    this.wakeListeners.add(listener);
+    return () => this.wakeListeners.delete(listener);
   }
 
   waiterCount(): number {

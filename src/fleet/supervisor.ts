@@ -147,7 +147,8 @@ export class Supervisor {
       await this.d.store.deleteWorker(w.id);
     }
     this.stopped = false;
-    this.unsubscribe = this.d.engine.bus.onPublish((topic) => {
+    // Jobs queued on any node: a job submitted on another node than the leader's comes as a delivered wake-up.
+    this.unsubscribe = this.d.engine.bus.onWake((topic) => {
       if (!topic.startsWith('queue:')) return;
       const endpointId = topic.slice('queue:'.length);
       // Only a cold endpoint needs an immediate pass; warm workers pick the job up themselves.

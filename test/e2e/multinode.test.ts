@@ -247,6 +247,45 @@ describe.skipIf(unavailable !== null)('multi-node: three wharf serve nodes shari
     expect(Date.now() - at).toBeLessThan(4_000);
   }, 90_000);
 
+  it('a job queued on a follower at an endpoint without workers starts one on the leader at once, not at its next pass', async () => {
+    // The autoscaler's period is a minute: only the job's own wake-up, crossing from the follower, can start the
+    // worker within the bound below (the leader's supervisor heard only the jobs submitted on its own node).
+    const { nodes } = await cluster(['--executor', 'process', '--gpus', 'none', '--scale-interval-ms', '60000']);
+    const leader = await waitUntil(async () => (await leaders(nodes))[0] ?? null, 10_000, 'a leader');
+    const follower = nodes.find((n) => n !== leader)!;
+    await sleep(1000); // the leader's first pass, at its election, is over: the next is a minute away
+    const tpl = await api(follower, 'POST', '/v1/templates', {
+      name: 'cold',
+      imageName: `file://${join(ROOT, 'test/fixtures/env-worker')}`,
+      dockerStartCmd: ['node', 'worker.ts'],
+    });
+    expect(tpl.status).toBe(200);
+    const created = await api(follower, 'POST', '/v1/endpoints', {
+      name: 'cold',
+      templateId: tpl.json.id,
+      computeType: 'CPU',
+      workersMax: 1,
+    });
+    expect(created.status).toBe(200);
+    const ep = created.json.id as string;
+    // The leader's pass for the endpoint's creation (its change reaches the leader at the next pass) is not awaited
+    // here: a minute away, it cannot start anything in time, and an endpoint with no jobs starts no worker.
+    const at = Date.now();
+    const job = await api(follower, 'POST', `/v2/${ep}/run`, { input: { names: [] } });
+    expect(job.status).toBe(200);
+    const done = await waitUntil(
+      async () => {
+        const r = await api(follower, 'GET', `/v2/${ep}/status/${job.json.id}`);
+        return r.json?.status === 'COMPLETED' ? r.json : null;
+      },
+      20_000,
+      'the job',
+    );
+    expect(done.output).toEqual({ env: {} });
+    // A cold start here takes well under a second; the next pass would have come up to a minute later.
+    expect(Date.now() - at).toBeLessThan(15_000);
+  }, 90_000);
+
   it('kill -9 of the leader under load, then a restart of another node: nothing acknowledged lost, nothing done twice', async () => {
     const { store, nodes } = await cluster(['--take-wait-ms', '2000']);
     const leader = await waitUntil(async () => (await leaders(nodes))[0] ?? null, 10_000, 'a leader');

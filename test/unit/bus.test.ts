@@ -88,6 +88,23 @@ describe('Bus', () => {
     expect(await broadcastOnly.promise).toBe(true);
   });
 
+  it('onWake hears every wake-up of every topic, published here or delivered from another node, not a wakeAll', () => {
+    const bus = new Bus();
+    const woken: string[] = [];
+    const drop = bus.onWake((topic) => woken.push(topic));
+    bus.arm('queue:e3', 10_000);
+    bus.publish('queue:e1');
+    bus.publishOne('queue:e2');
+    bus.deliver('queue:e3');
+    bus.deliver('queue:e4', 1);
+    bus.wakeOne('queue:e5');
+    bus.wakeAll();
+    expect(woken).toEqual(['queue:e1', 'queue:e2', 'queue:e3', 'queue:e4']);
+    drop();
+    bus.publish('queue:e1');
+    expect(woken).toHaveLength(4);
+  });
+
   it('a subscription runs at every wake-up of its topic (here, from another node, after a reconnect) until dropped', () => {
     const bus = new Bus();
     const seen: string[] = [];
