@@ -110,6 +110,13 @@ export class Supervisor {
   /** Per endpoint, the most serving workers it has had since its version last changed (decideScaling's memory). */
   private readonly largestServing = new Map<string, { version: number; count: number }>();
   private readonly dirty = new Set<string>();
+  /**
+   * Cold endpoints whose last pass found normal jobs queued and still left them without a live worker (no capacity, a
+   * crash backoff, workersMax 0, a missing secret). One more job changes none of that, so its queue wake-up starts no
+   * pass: a stream of them ran full passes back to back. What does change it pokes by itself (a stop, an endpoint
+   * change, a secret), the clock has the periodic pass, and every pass reconciles endpoints with jobs.
+   */
+  private readonly coldWaiting = new Set<string>();
   /** Stops begun by a pass and not over yet (stopSoon); shutdown waits for them. */
   private readonly pendingStops = new Set<Promise<void>>();
   /** Per endpoint, why its last executor start failed, until a pass reports it. */
@@ -136,6 +143,7 @@ export class Supervisor {
     this.active = true;
     // From an earlier spell as leader (multi-node): stale until this one's passes describe the endpoints again.
     this.statuses.clear();
+    this.coldWaiting.clear();
     await this.d.executor.cleanupOrphans();
     for (const w of await this.d.store.listWorkers()) {
       if (!w.managed) continue;
@@ -152,7 +160,7 @@ export class Supervisor {
       if (!topic.startsWith('queue:')) return;
       const endpointId = topic.slice('queue:'.length);
       // Only a cold endpoint needs an immediate pass; warm workers pick the job up themselves.
-      if (this.liveCount(endpointId) === 0) this.poke(endpointId);
+      if (!this.coldWaiting.has(endpointId) && this.liveCount(endpointId) === 0) this.poke(endpointId);
     });
     this.schedule(0);
   }
@@ -321,6 +329,8 @@ export class Supervisor {
     await this.applyLeaves(endpoint, mine, decision, now);
     const started = await this.startPlanned(endpoint, request, mine, views, decision, now);
     if (started.throttled > 0 && refusal === null) this.standbysMakeWay(endpoint.id, request);
+    if (snapshot.inQueue > 0 && this.liveCount(endpointId) === 0) this.coldWaiting.add(endpointId);
+    else this.coldWaiting.delete(endpointId);
     this.statuses.set(
       endpointId,
       this.describe(
@@ -340,6 +350,7 @@ export class Supervisor {
 
   /** A deleted endpoint: its workers stop; once the last is gone, what was kept about it goes too. */
   private forget(endpointId: string, mine: Managed[]): void {
+    this.coldWaiting.delete(endpointId);
     for (const m of mine) this.stopSoon(m, 'endpoint deleted');
     // Once the last stop is over (each ends with another pass): a stopped worker's last lines are in by then, and
     // nobody can ask for them any more.

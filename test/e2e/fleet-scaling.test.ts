@@ -296,3 +296,55 @@ it('deleting an endpoint stops its workers, a busy one too, and /health of the i
   );
   expect((await t.api('GET', `/v2/${ep}/health`)).status).toBe(404);
 }, 30_000);
+
+it('a stream of jobs to a cold endpoint that cannot start a worker runs one autoscaler pass, not one per job', async () => {
+  // Passes a minute apart: any other pass here was started by a job's queue wake-up (Supervisor.poke).
+  const slow = await startFleet({ scaleIntervalMs: 60_000 });
+  try {
+    const ep = await slow.endpoint({ workersMax: 0 });
+    await sleep(200); // the pass the endpoint's creation asked for
+    const store = slow.server.store;
+    const activeEndpointIds = store.activeEndpointIds.bind(store);
+    let passes = 0;
+    store.activeEndpointIds = () => {
+      passes++; // once at the start of every pass
+      return activeEndpointIds();
+    };
+    const ids: string[] = [];
+    for (let i = 0; i < 100; i++) ids.push(await slow.run(ep, { n: i }));
+    await sleep(200);
+    // The first job's pass found workersMax 0: each later job changed nothing a pass could act on. Each one ran a
+    // full pass (every active endpoint, every endpoint's row), back to back for as long as the jobs came.
+    expect(passes).toBeLessThanOrEqual(2);
+    expect((await slow.health(ep)).jobs.inQueue).toBe(100);
+
+    // What does change it still starts a worker at once: a raised workersMax (an endpoint change pokes by itself).
+    expect((await slow.api('PATCH', `/v1/endpoints/${ep}`, { workersMax: 1 })).status).toBe(200);
+    expect((await slow.waitJob(ep, ids[99]!, 15_000)).status).toBe('COMPLETED');
+  } finally {
+    await closeFleet(slow);
+  }
+}, 30_000);
+
+it('a cold endpoint whose queued jobs went while it could not start a worker starts one at once for its next job', async () => {
+  // Passes a minute apart, one GPU: the holder's worker has it when the other endpoint's job comes.
+  const slow = await startFleet({ scaleIntervalMs: 60_000, gpus: 'NVIDIA A40:1' });
+  try {
+    const gpu = { computeType: 'GPU', gpuTypeIds: ['NVIDIA A40'], gpuCount: 1, workersMax: 1, idleTimeout: 60 };
+    const holder = await slow.endpoint(gpu);
+    const waiting = await slow.endpoint(gpu);
+    expect((await slow.waitJob(holder, await slow.run(holder, { n: 1 }))).status).toBe('COMPLETED');
+    const first = await slow.run(waiting, { n: 2 });
+    await slow.untilScaling(waiting, 'no-gpu-capacity');
+    expect((await slow.api('POST', `/v2/${waiting}/cancel/${first}`)).json.status).toBe('CANCELLED');
+    // The GPU is freed (the holder is deleted: its worker stops, and passes follow), with nothing queued here.
+    expect((await slow.api('DELETE', `/v1/endpoints/${holder}`)).status).toBe(204);
+    await waitUntil(async () => slow.pids().length === 0, 15_000);
+    await sleep(300);
+    // Its next job starts a worker at once, not at the next pass a minute later.
+    const second = await slow.run(waiting, { n: 3 });
+    expect((await slow.waitJob(waiting, second, 15_000)).status).toBe('COMPLETED');
+  } finally {
+    await closeFleet(slow);
+  }
+}, 45_000);
