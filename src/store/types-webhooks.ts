@@ -50,9 +50,15 @@ export interface WebhookDeliveryLog extends WebhookDelivery {
 export interface WebhookStore {
   /**
    * Pending deliveries due at `now`, claimed for `leaseMs`: their next attempt moves to now + leaseMs, so another
-   * node (or this one after a crash) takes them again only if the claimant never records the attempt.
+   * node (or this one after a crash) takes them again only if the claimant never records the attempt. Oldest due
+   * first; with `skipUsers`, none of those endpoint owners' (a delivery whose owner is unknown is never skipped).
    */
-  claimWebhookDeliveries(now: number, limit: number, leaseMs: number): Promise<WebhookDelivery[]>;
+  claimWebhookDeliveries(
+    now: number,
+    limit: number,
+    leaseMs: number,
+    skipUsers?: readonly string[],
+  ): Promise<WebhookDelivery[]>;
   /**
    * Record attempt number `a.attempt` and move the delivery on (pending with its next due time, delivered or
    * failed). Fenced: false, and nothing written, when that attempt was already recorded or the delivery is final.

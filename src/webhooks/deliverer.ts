@@ -48,6 +48,8 @@ export class WebhookDeliverer {
   private pollTimer: NodeJS.Timeout | undefined;
   private readonly retryTimers = new Set<NodeJS.Timeout>();
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** Endpoint owner of each delivery in flight (null: unknown), for the fair share (pass). */
+  private readonly inFlightOwner = new Map<string, string | null>();
   private lastPrune = 0;
   /** Errors are reported here, never thrown into a timer. */
   onError: (error: unknown) => void = () => {};
@@ -140,12 +142,24 @@ export class WebhookDeliverer {
     this.retryTimers.add(t);
   }
 
-  /** Claim as many due deliveries as there are free slots and start them. */
+  /**
+   * Claim as many due deliveries as there are free slots and start them. Owners whose attempts already hold their
+   * fair share of the slots go last: other owners' due deliveries are claimed first, then, for slots still free, the
+   * oldest due of anyone's. So one user's slow or hanging receivers (and their growing backlog) make another user's
+   * delivery wait for the next slot to come free, never behind that backlog; a lone user still gets every slot.
+   */
   private async pass(): Promise<void> {
     const now = this.clock.now();
-    const free = this.opts.concurrency - this.inFlight.size;
+    const leaseMs = this.opts.timeoutMs + CLAIM_MARGIN_MS;
+    let free = this.opts.concurrency - this.inFlight.size;
+    const busy = this.ownersAtShare();
+    if (free > 0 && busy.length > 0) {
+      const claimed = await this.store.claimWebhookDeliveries(now, free, leaseMs, busy);
+      for (const d of claimed) this.launch(d);
+      free -= claimed.length;
+    }
     if (free > 0) {
-      const claimed = await this.store.claimWebhookDeliveries(now, free, this.opts.timeoutMs + CLAIM_MARGIN_MS);
+      const claimed = await this.store.claimWebhookDeliveries(now, free, leaseMs);
       for (const d of claimed) this.launch(d);
     }
     if (now - this.lastPrune > PRUNE_EVERY_MS) {
@@ -154,11 +168,23 @@ export class WebhookDeliverer {
     }
   }
 
+  /** Owners whose attempts in flight hold their share of the slots (a quarter, at least one). */
+  private ownersAtShare(): string[] {
+    const share = Math.max(1, Math.floor(this.opts.concurrency / 4));
+    const counts = new Map<string, number>();
+    for (const owner of this.inFlightOwner.values()) {
+      if (owner !== null) counts.set(owner, (counts.get(owner) ?? 0) + 1);
+    }
+    return [...counts].filter(([, n]) => n >= share).map(([owner]) => owner);
+  }
+
   private launch(d: WebhookDelivery): void {
+    this.inFlightOwner.set(d.id, d.userId);
     const run = this.attempt(d)
       .catch((error: unknown) => this.onError(error))
       .finally(() => {
         this.inFlight.delete(d.id);
+        this.inFlightOwner.delete(d.id);
         // A slot came free: take the next due delivery, if any.
         this.nudge();
       });

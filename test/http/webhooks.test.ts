@@ -442,6 +442,38 @@ describe('concurrency', () => {
       await s.close(); // cuts the hung attempts off
     }
   });
+
+  it("one user's hanging receivers do not queue other users' deliveries behind their backlog", async () => {
+    // Two slots, each hung attempt holds one for 1.5 s: the admin's 20 deliveries to /hang (60 attempts) keep both
+    // busy for about 45 s. Another user's delivery waits for the next slot to come free, not for that backlog.
+    const s = await startTestServer({
+      webhookConcurrency: 2,
+      webhookTimeoutMs: 1500,
+      webhookRetryDelayMs: RETRY_MS,
+      webhookPrivateTargets: 'all',
+      takeWaitMs: 500,
+    });
+    try {
+      const ep = await createEndpoint(s);
+      const hung: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        const id = await submit(s, ep, receiver.url('/hang'));
+        expect((await s.api('POST', `/v2/${ep}/cancel/${id}`)).json.status).toBe('CANCELLED');
+        hung.push(id);
+      }
+      await vi.waitFor(() => expect(hung.filter((id) => receiver.forJob(id).length > 0)).toHaveLength(2), WAIT);
+      const created = await s.api('POST', '/v1/users', { name: `hook-fair-${++workerSeq}` });
+      const key = created.json.key as string;
+      const other = { url: s.url, key, api: (m: string, p: string, b?: unknown) => s.api(m, p, b, { key }) };
+      const otherEp = await createEndpoint(other);
+      const quick = await submit(other, otherEp, receiver.url('/ok'));
+      expect((await other.api('POST', `/v2/${otherEp}/cancel/${quick}`)).json.status).toBe('CANCELLED');
+      // One hung attempt's timeout and a poll, with room for a slow machine; the backlog would take ten times that.
+      await vi.waitFor(() => expect(receiver.forJob(quick)).toHaveLength(1), { timeout: 4500 });
+    } finally {
+      await s.close(); // cuts the hung attempts off
+    }
+  });
 });
 
 describe('the signing secret', () => {

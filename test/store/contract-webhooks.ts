@@ -259,6 +259,38 @@ export function webhookStoreContract(name: string, open: () => Promise<Store>): 
       expect(await store.listWebhookDeliveries(ep, job.id)).toEqual([]);
     });
 
+    it("a claim can skip some owners' deliveries: the others' are claimed, oldest first; the skipped stay due", async () => {
+      await store.createUser({ id: 'u2', name: 'b', isAdmin: false, createdAt: T0 });
+      const ep2 = 'ephooks0000002';
+      await store.createEndpoint({
+        ...ENDPOINT_DEFAULTS,
+        dataCenterIds: [],
+        id: ep2,
+        userId: 'u2',
+        templateId: 't1',
+        version: 1,
+        createdAt: T0,
+      });
+      const finish = async (endpointId: string, workerId: string, at: number) => {
+        const job = await store.submitJob(newJob(endpointId, { webhook: HOOK, createdAt: T0 }));
+        await store.upsertWorker(worker(workerId, endpointId));
+        await store.takeJobs(endpointId, workerId, 1, T0 + 10);
+        await store.finishJob(endpointId, job.id, workerId, DONE, at);
+        return job.id;
+      };
+      const first = await finish(ep, 'w1', T0 + 100);
+      const second = await finish(ep, 'w2', T0 + 110);
+      const other = await finish(ep2, 'w3', T0 + 120);
+      const otherLater = await finish(ep2, 'w4', T0 + 130);
+
+      const skipping = await store.claimWebhookDeliveries(T0 + 200, 1, 1000, ['u1']);
+      expect(skipping.map((d) => d.jobId)).toEqual([other]);
+      expect(await store.claimWebhookDeliveries(T0 + 200, 10, 1000, ['u1', 'u2'])).toEqual([]);
+      expect(await store.claimWebhookDeliveries(T0 + 200, 10, 1000, ['nobody'])).toHaveLength(3);
+      const all = await store.claimWebhookDeliveries(T0 + 1300, 10, 1000, []);
+      expect(all.map((d) => d.jobId).sort()).toEqual([first, second, other, otherLater].sort());
+    });
+
     it('sets the webhook secret as given, only over the one it replaces when asked, other user fields always kept', async () => {
       expect(await store.setWebhookSecret('nobody', 'whsec_x', null)).toBeNull();
       // Replacing none: set when the user has none yet, and not over one another node set first.

@@ -31,13 +31,14 @@ type WebhookVerbs = WebhookStore;
 
 export function webhookVerbs(db: Db): WebhookVerbs {
   return {
-    async claimWebhookDeliveries(now, limit, leaseMs) {
+    async claimWebhookDeliveries(now, limit, leaseMs, skipUsers = []) {
       // SKIP LOCKED: two nodes claiming at once split the due deliveries instead of waiting on each other.
       const rows = await db.query<PgDeliveryRow>(
         `WITH due AS (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $1
+                        AND (user_id IS NULL OR user_id <> ALL($4::text[]))
                       ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
          UPDATE webhook_deliveries d SET next_attempt_at = $3 FROM due WHERE d.id = due.id RETURNING d.*`,
-        [now, limit, now + leaseMs],
+        [now, limit, now + leaseMs, [...skipUsers]],
       );
       return rows.sort((a, b) => a.created_at - b.created_at || a.seq - b.seq).map(toDelivery);
     },

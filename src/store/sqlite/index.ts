@@ -428,10 +428,10 @@ class SqliteStore implements Store {
   }
 
   // Webhooks (types-webhooks.ts)
-  async claimWebhookDeliveries(now: number, limit: number, leaseMs: number) {
+  async claimWebhookDeliveries(now: number, limit: number, leaseMs: number, skipUsers?: readonly string[]) {
     // Read first: an idle poll must not take the write lock.
-    if (!this.hooks.anyDue(now)) return [];
-    return this.write(() => this.hooks.claim(now, limit, leaseMs));
+    if (!this.hooks.anyDue(now, skipUsers)) return [];
+    return this.write(() => this.hooks.claim(now, limit, leaseMs, skipUsers));
   }
   recordWebhookAttempt(
     deliveryId: string,

@@ -32,21 +32,37 @@ export class SqliteWebhooks {
     for (const job of jobs) this.enqueue(job);
   }
 
-  /** A plain read, so an idle poll never opens a write transaction. */
-  anyDue(now: number): boolean {
+  /** A plain read, so an idle poll (or one finding only skipped owners' deliveries) never opens a write transaction. */
+  anyDue(now: number, skipUsers: readonly string[] = []): boolean {
+    if (skipUsers.length === 0) {
+      return (
+        this.q(`SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ? LIMIT 1`).get(now) !==
+        undefined
+      );
+    }
     return (
-      this.q(`SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ? LIMIT 1`).get(now) !==
-      undefined
+      this.q(
+        `SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ?
+           AND (user_id IS NULL OR user_id NOT IN (SELECT value FROM json_each(?))) LIMIT 1`,
+      ).get(now, JSON.stringify(skipUsers)) !== undefined
     );
   }
 
-  claim(now: number, limit: number, leaseMs: number): WebhookDelivery[] {
-    const rows = this.q(
-      `UPDATE webhook_deliveries SET next_attempt_at = ?
-       WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ?
-                    ORDER BY next_attempt_at LIMIT ?)
-       RETURNING *`,
-    ).all(now + leaseMs, now, limit) as unknown as DeliveryRow[];
+  claim(now: number, limit: number, leaseMs: number, skipUsers: readonly string[] = []): WebhookDelivery[] {
+    const rows = (skipUsers.length === 0
+      ? this.q(
+          `UPDATE webhook_deliveries SET next_attempt_at = ?
+             WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ?
+                          ORDER BY next_attempt_at LIMIT ?)
+             RETURNING *`,
+        ).all(now + leaseMs, now, limit)
+      : this.q(
+          `UPDATE webhook_deliveries SET next_attempt_at = ?
+             WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ?
+                            AND (user_id IS NULL OR user_id NOT IN (SELECT value FROM json_each(?)))
+                          ORDER BY next_attempt_at LIMIT ?)
+             RETURNING *`,
+        ).all(now + leaseMs, now, JSON.stringify(skipUsers), limit)) as unknown as DeliveryRow[];
     return rows.map(toDelivery).sort((a, b) => a.createdAt - b.createdAt);
   }
 
