@@ -164,7 +164,13 @@ export class WebhookDeliverer {
     }
     if (now - this.lastPrune > PRUNE_EVERY_MS) {
       this.lastPrune = now;
-      await this.store.pruneWebhookDeliveries(now - this.opts.keepMs, PRUNE_BATCH);
+      const pruned = await this.store.pruneWebhookDeliveries(now - this.opts.keepMs, PRUNE_BATCH);
+      // A full batch: more are due (a busy server finishes more than a batch a minute). The next pass prunes again
+      // at once, a batch per write transaction, as the sweeper does, until the backlog is gone.
+      if (pruned === PRUNE_BATCH) {
+        this.lastPrune = 0;
+        this.again = true;
+      }
     }
   }
 

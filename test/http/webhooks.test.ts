@@ -327,6 +327,32 @@ describe('the delivery log', () => {
       await s.close();
     }
   });
+
+  it('more deliveries than one prune batch (500) are all pruned when their time comes, not 500 a minute', async () => {
+    const logClock = new TestClock();
+    const s = await startTestServer({ webhookRetryDelayMs: RETRY_MS, takeWaitMs: 500 }, { clock: logClock });
+    try {
+      const ep = await createEndpoint(s);
+      const endpoint = await s.server.resources.getEndpoint(null, ep);
+      const ids: string[] = [];
+      for (let i = 0; i < 520; i++) {
+        const job = await s.server.engine.submit(endpoint, { input: { i }, webhook: receiver.url('/ok') }, 'async');
+        await s.server.engine.cancel(ep, job.id);
+        ids.push(job.id);
+      }
+      const states = async () =>
+        (await Promise.all(ids.map((id) => s.server.store.listWebhookDeliveries(ep, id)))).map((d) => d[0]?.state);
+      await vi.waitFor(async () => expect(new Set(await states())).toEqual(new Set(['delivered'])), {
+        timeout: 30_000,
+        interval: 200,
+      });
+
+      logClock.advance(25 * 3_600_000);
+      await vi.waitFor(async () => expect(new Set(await states())).toEqual(new Set([undefined])), WAIT);
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
 });
 
 describe('retries and timeouts', () => {
