@@ -217,7 +217,9 @@ export class WebhookDeliverer {
       return;
     }
     const body = statusBody(d.job, d.job.completedAt ?? d.createdAt);
-    const timestamp = Math.floor(at / 1000);
+    // The system clock's, not the server's (`at`, anchored at start so that a clock step cannot expire jobs): the
+    // receiver checks it against its own clock, which follows a step (an NTP correction after boot) at once.
+    const timestamp = Math.floor(Date.now() / 1000);
     const publicOnly =
       d.job.policy.webhookPublicOnly === true ||
       !mayReachPrivate(this.opts.privateTargets, await this.ownerIsAdmin(d.userId));

@@ -9,6 +9,8 @@
 // wall-clock timestamps, so only a running server can bridge a step.
 
 import { rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 import { afterEach, beforeEach, expect, it } from 'vitest';
 
@@ -103,4 +105,31 @@ it('across a restart the clock is anchored again: after a forward step the 60 s 
   await t.close();
   servers.pop();
   rmSync(t.dataDir, { recursive: true, force: true });
+});
+
+it("a webhook's X-Wharf-Timestamp is the system clock's, stepped or not: receivers check it against theirs", async () => {
+  // The server's clock keeps its time across a step (above), but a receiver checks the timestamp against its own
+  // clock, which follows the step (docs/webhooks.md: reject one more than 5 minutes off). A server started before its
+  // clock was set right (a machine booting before NTP) would otherwise sign every delivery with a stale time.
+  const got: Array<{ timestamp: number; at: number }> = [];
+  const receiver = createServer((req, res) => {
+    got.push({ timestamp: Number(req.headers['x-wharf-timestamp']), at: Date.now() / 1000 });
+    res.end('ok');
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+  try {
+    const t = await start();
+    const ep = await createEndpoint(t);
+    const w = protocolWorker(t, ep, 'clock-hook');
+    step = 2 * HOUR;
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const id = (await t.api('POST', `/v2/${ep}/run`, { input: { h: 1 }, webhook: url })).json.id as string;
+    expect((await w.take()).json.id).toBe(id);
+    expect((await w.done(id, { output: { ok: true } })).status).toBe(200);
+    for (let i = 0; i < 100 && got.length === 0; i++) await sleep(50);
+    expect(got).toHaveLength(1);
+    expect(Math.abs(got[0]!.timestamp - got[0]!.at)).toBeLessThan(10);
+  } finally {
+    receiver.close();
+  }
 });
