@@ -1,7 +1,8 @@
 /**
  * In-process wake-ups for long polls (DESIGN.md §3 "Long polls"): a waiter is armed BEFORE the store is read, so a
  * change committed between the read and the wait still wakes it (no lost wake-up, no busy polling).
- * Topics: `queue:<endpointId>` (jobs to take), `job:<jobId>` (status/stream changed), `stop:<workerId>` (stop orders).
+ * Topics: `queue:<endpointId>` (jobs to take), `job:<jobId>` (status/stream changed), `stop:<workerId>` (stop orders),
+ * `released:<workerId>` (a retired worker's polls answer now).
  * In multi-node mode a bridge forwards publish() and publishOne() to the other nodes.
  *
  * Most wake-ups go to every waiter of a topic. One new job is different: waking every idle take of its endpoint
@@ -183,10 +184,18 @@ export function removeFromSetOf<K, V>(map: Map<K, Set<V>>, key: K, value: V): vo
   if (set?.delete(value) && set.size === 0) map.delete(key);
 }
 
+const RELEASED = 'released:';
+
+/** The worker a `released:` topic names, or null for any other topic. */
+export const releasedWorkerOf = (topic: string): string | null =>
+  topic.startsWith(RELEASED) ? topic.slice(RELEASED.length) : null;
+
 export const topics = {
   queue: (endpointId: string): string => `queue:${endpointId}`,
   job: (jobId: string): string => `job:${jobId}`,
   stop: (workerId: string): string => `stop:${workerId}`,
+  /** The worker was retired: its waiting take and stop polls answer now (WorkerGateway.release). */
+  released: (workerId: string): string => `${RELEASED}${workerId}`,
   /** Multi-node: the leader shared new fleet statuses (fleet/shared-status.ts). */
   fleetStatus: 'fleet-status',
   /** A key was revoked, a worker removed or a user changed: cached key resolutions are forgotten on every node. */

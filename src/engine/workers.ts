@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { takeBatchSize, type Endpoint, type Job, type WorkerRecord, type WorkerResult } from '../domain/index.ts';
 import { WharfError } from '../errors/index.ts';
 import type { LeaseSweep, Store } from '../store/index.ts';
-import { addToSetOf, removeFromSetOf, topics, type Bus, type Waiter } from './bus.ts';
+import { addToSetOf, releasedWorkerOf, removeFromSetOf, topics, type Bus, type Waiter } from './bus.ts';
 import type { Clock } from './clock.ts';
 import type { JobEngine, TakeHandOff, TakeReservation } from './engine.ts';
 import { SecretUnreadableError } from './secrets.ts';
@@ -58,6 +58,8 @@ export class WorkerGateway implements TakeHandOff {
   readonly onRetire = new Set<(worker: WorkerRecord) => void>();
   /** Takes waiting for work, per endpoint, in the order they began waiting (a Set keeps insertion order). */
   private readonly waitingTakes = new Map<string, Set<WaitingTake>>();
+  /** What ends the wait of each waiting take and stop poll, per worker (release). */
+  private readonly releasers = new Map<string, Set<() => void>>();
 
   constructor(engine: JobEngine, opts: WorkerGatewayOptions) {
     this.engine = engine;
@@ -66,6 +68,27 @@ export class WorkerGateway implements TakeHandOff {
     this.clock = engine.clock;
     this.opts = opts;
     engine.handOffTo(this);
+    // A release published here or on another node (not a bridge's wakeAll: a missed one only leaves polls held).
+    this.bus.onWake((topic) => {
+      const workerId = releasedWorkerOf(topic);
+      if (workerId !== null) for (const release of [...(this.releasers.get(workerId) ?? [])]) release();
+    });
+  }
+
+  /**
+   * Answer the worker's waiting take and stop polls now, with what they have (a take: nothing; 204), on every node.
+   * For a worker just retired: one that is going away (the official SDK after a `stopPod` result with refresh_worker,
+   * or told to stop with SIGTERM) exits only once its in-flight long polls have returned (spec §1.3, §1.10), which
+   * held to their end is takeWaitMs later. Its later polls are held as before, so it cannot spin on them.
+   */
+  release(workerId: string): void {
+    this.bus.publish(topics.released(workerId));
+  }
+
+  /** Call `release` when the worker's polls are released (release()), until the returned function is called. */
+  private onRelease(workerId: string, release: () => void): () => void {
+    addToSetOf(this.releasers, workerId, release);
+    return () => removeFromSetOf(this.releasers, workerId, release);
   }
 
   /** How long a refused take/stop poll is held before the answer (see the worker routes): at most 5 s. */
@@ -190,8 +213,14 @@ export class WorkerGateway implements TakeHandOff {
     let waiter: Waiter | undefined;
     // Woken, and no look at the queue since.
     let owed = false;
+    // Its worker was retired meanwhile (release): it answers with nothing, at once.
+    let released = false;
+    const unrelease = this.onRelease(worker.id, () => {
+      released = true;
+      waiter?.dispose();
+    });
     try {
-      for (let look = 0; ; look++) {
+      for (let look = 0; !released; look++) {
         // A retired worker (it asked to be recycled) gets nothing, but is held for the full poll so it cannot spin.
         // Read again at every look after the first: a worker may be retired, or taken back (Supervisor.reinstate,
         // which wakes the endpoint's waiting takes), while its poll waits.
@@ -216,7 +245,7 @@ export class WorkerGateway implements TakeHandOff {
             continue;
           }
         }
-        if (this.clock.now() >= deadline || signal?.aborted) return [];
+        if (this.clock.now() >= deadline || signal?.aborted || released) return [];
         if (owed && !eligible) {
           this.bus.wakeOne(topic);
           owed = false;
@@ -236,7 +265,9 @@ export class WorkerGateway implements TakeHandOff {
         if (!woke) return [];
         owed = true;
       }
+      return [];
     } finally {
+      unrelease();
       waiter?.dispose();
       if (owed || waiter?.woken === true) this.bus.wakeOne(topic);
     }
@@ -371,21 +402,32 @@ export class WorkerGateway implements TakeHandOff {
   async stops(worker: WorkerRecord, signal?: AbortSignal): Promise<string[]> {
     await this.touch(worker);
     const deadline = this.clock.now() + this.opts.stopWaitMs;
-    // The wait ran out (woken by nothing): one last look, then the answer. Its client gone, no look at all (above).
-    for (let last = false; ;) {
-      if (signal?.aborted) return [];
-      const waiter = this.bus.arm(topics.stop(worker.id), deadline - this.clock.now(), signal);
-      try {
-        const ids = await this.currentStops(worker.id);
-        if (signal?.aborted) {
-          await this.undeliveredStops(worker, ids);
-          return [];
+    // Its worker retired meanwhile (release): the wait ends as if it had run out.
+    let released = false;
+    let waiter: Waiter | undefined;
+    const unrelease = this.onRelease(worker.id, () => {
+      released = true;
+      waiter?.dispose();
+    });
+    try {
+      // The wait ran out (woken by nothing): one last look, then the answer. Its client gone, no look at all (above).
+      for (let last = false; ;) {
+        if (signal?.aborted) return [];
+        waiter = this.bus.arm(topics.stop(worker.id), deadline - this.clock.now(), signal);
+        try {
+          const ids = await this.currentStops(worker.id);
+          if (signal?.aborted) {
+            await this.undeliveredStops(worker, ids);
+            return [];
+          }
+          if (ids.length > 0 || last || released || this.clock.now() >= deadline) return ids;
+          last = !(await waiter.promise);
+        } finally {
+          waiter.dispose();
         }
-        if (ids.length > 0 || last || this.clock.now() >= deadline) return ids;
-        last = !(await waiter.promise);
-      } finally {
-        waiter.dispose();
       }
+    } finally {
+      unrelease();
     }
   }
 
@@ -485,6 +527,7 @@ export class WorkerGateway implements TakeHandOff {
     if (report.unhealthy) {
       const reason = `fitness check ${report.unhealthy.check} failed: ${report.unhealthy.reason}`.slice(0, 500);
       await this.store.touchWorker(worker.id, now, { state: 'unhealthy', reason, retired: true });
+      this.release(worker.id);
       this.announce(await this.store.releaseWorkerJobs(worker.id, now, this.opts.maxAttempts, reason));
       return;
     }
@@ -515,6 +558,7 @@ export class WorkerGateway implements TakeHandOff {
     const now = this.clock.now();
     // Not a sign of life: an operator's stop of a silent worker must not renew its lease.
     await this.store.markWorker(worker.id, now, { retired: true, reason });
+    this.release(worker.id);
     const updated = { ...worker, retired: true, retiredAt: now, reason };
     for (const l of this.onRetire) {
       try {

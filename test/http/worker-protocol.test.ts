@@ -798,6 +798,29 @@ describe('job-done bodies (every captured shape)', () => {
     expect(took.json.id).toBe(next);
   });
 
+  it("stopPod answers the worker's waiting take and stop polls at once: the SDK then exits (refresh_worker)", async () => {
+    // The official SDK with refresh_worker exits once its in-flight long polls return (spec §1.10, scenario refresh);
+    // so does any worker told to stop (SIGTERM, §1.3). On `long`, polls held to their end would answer after 10 s.
+    const ep = await createEndpoint(long);
+    const w = protocolWorker(long, ep, wid('refresh'));
+    const id = await submit(ep, { x: 1 }, long);
+    expect((await w.take()).json.id).toBe(id);
+    // A worker with a free slot has a take waiting while the job runs; the stop channel always has a poll waiting.
+    const take = w.take('job_in_progress=1');
+    const stop = w.stops();
+    await new Promise((r) => setTimeout(r, 200));
+    const postedAt = Date.now();
+    expect((await w.done(id, { output: { echo: { x: 1 } }, stopPod: true })).status).toBe(200);
+    const [took, stopped] = await Promise.all([take, stop]);
+    expect(Date.now() - postedAt).toBeLessThan(3000);
+    expect(took.status).toBe(204);
+    expect(stopped.status).toBe(204);
+    // The job stands; a job submitted now waits for another worker.
+    expect(await long.api('GET', `/v2/${ep}/status/${id}`)).toMatchObject({ json: { status: 'COMPLETED' } });
+    const next = await submit(ep, { y: 1 }, long);
+    expect((await protocolWorker(long, ep, wid('fresh')).take()).json.id).toBe(next);
+  });
+
   it('stopPod on a successful result still completes the job (refresh_worker)', async () => {
     const { ep, w, id } = await takenJob({ x: 1 });
     expect((await w.done(id, { output: { echo: { x: 1 } }, stopPod: true })).status).toBe(200);
