@@ -95,6 +95,9 @@ const SHUTTING_DOWN = 'server shutting down';
  * workersMin kept warm, workersMax respected, idle workers stopped after idleTimeout, crash loops backed off,
  * outdated workers rolled. Workers are only started and stopped here; everything else goes through the protocol.
  */
+/** How often the polls of a worker being stopped are answered (stopWorker). */
+const RELEASE_EVERY_MS = 1000;
+
 export class Supervisor {
   private readonly d: SupervisorDeps;
   private readonly o: SupervisorOptions;
@@ -811,7 +814,17 @@ export class Supervisor {
       if (how.ifIdle !== true) await this.d.store.markWorker(m.id, this.d.clock.now(), { retired: true, reason });
       // Still starting: the process exists once the executor's start settles (its GPUs stay held until then).
       if (m.launching) await m.launching;
-      await m.handle?.stop({ graceMs: this.o.graceMs, keep: reason === 'idle-timeout' });
+      const stopped = m.handle?.stop({ graceMs: this.o.graceMs, keep: reason === 'idle-timeout' });
+      // The official SDK exits on SIGTERM only once its in-flight long polls have returned (spec §1.3): held to their
+      // end (takeWaitMs), they would outlast the grace and the worker be killed. They are answered now, and each
+      // second until it is gone, as a poll it sent before the signal reached it is held again.
+      this.d.gateway.release(m.id);
+      const releasing = setInterval(() => this.d.gateway.release(m.id), RELEASE_EVERY_MS);
+      try {
+        await stopped;
+      } finally {
+        clearInterval(releasing);
+      }
     } finally {
       this.managed.delete(m.id);
       this.d.inventory.release(m.id);

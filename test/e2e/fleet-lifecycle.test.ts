@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 
 import { closeFleet, isAlive, sleep, startFleet, waitUntil, workerProcesses, type Fleet } from '../helpers/fleet.ts';
+import { ROOT } from '../helpers/processes.ts';
 import { startTestServer } from '../helpers/server.ts';
 
 let t: Fleet | undefined;
@@ -69,6 +70,31 @@ it('on close() (SIGTERM) the worker finishes its running job, the result is stor
   } finally {
     await again.server.close();
   }
+});
+
+it('a worker that exits on SIGTERM only once its long polls return (the official SDK) stops by itself, no SIGKILL', async () => {
+  // The default 20 s polls: held to their end, the worker would outlive the 10 s grace and be killed.
+  const dir = mkdtempSync(join(tmpdir(), 'wharf-fleet-sdk-stop-'));
+  dirs.push(dir);
+  const marker = join(dir, 'exit');
+  t = await startFleet({ takeWaitMs: 20_000, stopWaitMs: 20_000 });
+  const ep = await t.endpoint(
+    { workersMax: 1, idleTimeout: 1 },
+    {
+      imageName: `file://${join(ROOT, 'test/fixtures/sdk-shutdown-worker')}`,
+      dockerStartCmd: ['node', 'worker.ts'],
+      env: { EXIT_MARKER: marker },
+    },
+  );
+  expect(await t.waitJob(ep, await t.run(ep, { n: 1 }))).toMatchObject({
+    status: 'COMPLETED',
+    output: { echo: { n: 1 } },
+  });
+  const [pid] = t.pids();
+  // idleTimeout, then the stop: its waiting take and stop polls are answered, and it exits within a few seconds.
+  await waitUntil(() => !isAlive(pid!), 8_000);
+  expect(readFileSync(marker, 'utf8')).toBe('clean-exit');
+  await waitUntil(async () => (await t!.workers(ep)).length === 0, 5_000);
 });
 
 it('rolls workers on an endpoint change: new jobs go to a new-version worker, the old one finishes, then stops', async () => {
