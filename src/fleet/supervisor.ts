@@ -90,14 +90,14 @@ const DEAD_RECORD_KEEP_MS = 30_000;
 /** The stop reason of a server shutdown (shown on the worker record and in the requeued jobs). */
 const SHUTTING_DOWN = 'server shutting down';
 
+/** How often the polls of a worker being stopped are answered (stopWorker). */
+const RELEASE_EVERY_MS = 1000;
+
 /**
  * Starts and stops workers so that each endpoint has what the autoscaler decides: scale from zero on demand,
  * workersMin kept warm, workersMax respected, idle workers stopped after idleTimeout, crash loops backed off,
  * outdated workers rolled. Workers are only started and stopped here; everything else goes through the protocol.
  */
-/** How often the polls of a worker being stopped are answered (stopWorker). */
-const RELEASE_EVERY_MS = 1000;
-
 export class Supervisor {
   private readonly d: SupervisorDeps;
   private readonly o: SupervisorOptions;
