@@ -282,6 +282,11 @@ CREATE UNIQUE INDEX secrets_name ON secrets (user_id, name);
     name: "settings: the server's own, such as the secret key check",
     sql: `CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);`,
   },
+  {
+    version: 13,
+    name: "webhooks: due deliveries by owner, for a claim that skips some owners' backlog without reading it",
+    sql: `CREATE INDEX webhook_deliveries_owner_due ON webhook_deliveries (user_id, next_attempt_at) WHERE state = 'pending';`,
+  },
 ];
 
 export function migrate(db: DatabaseSync): void {
