@@ -194,6 +194,42 @@ describe('registry auths and network volumes', () => {
     );
   });
 
+  it('a literal that does not coerce, or a document that does not parse at a secret, is refused without it', async () => {
+    const auth = (password: string) =>
+      run(`mutation { saveRegistryAuth(input: {name: "hub", username: "me", ${password}}) { id } }`);
+    const template = (env: string) =>
+      run(
+        `mutation { saveTemplate(input: {name: "t", imageName: "x", dockerArgs: "", containerDiskInGb: 5, volumeInGb: 0, env: [${env}]}) { id } }`,
+      );
+    const cases: Array<[Promise<ApiResponse>, string, string]> = [
+      // Written unquoted (an enum-like name, a number): the scalar's reason printed the value.
+      [auth('password: TOPSECRETPW9'), 'TOPSECRETPW9', 'String cannot represent a non string value.'],
+      [auth('password: 98765432101'), '98765432101', 'String cannot represent a non string value.'],
+      [
+        template('{key: "K", value: {s: "TOPSECRETENV7"}}'),
+        'TOPSECRETENV7',
+        'String cannot represent a non string value.',
+      ],
+      // A password with a quote in it, pasted into the document unescaped: the parser named the token after it.
+      [auth('password: "ab" "TOPSECRETPW9"'), 'TOPSECRETPW9', 'Syntax Error: Expected Name, found String.'],
+      [auth('password: "ab"TOPSECRETPW9 x"'), 'TOPSECRETPW9', 'Syntax Error: Expected ":", found Name.'],
+      [auth('password: "TOPSECRET\\qPW9"'), '\\q', 'Syntax Error: Invalid character escape sequence.'],
+      [
+        run('mutation { saveEndpoint(input: {name: "q", templateId: "x", flashBootType: SECRETISH_VALUE}) { id } }'),
+        'SECRETISH_VALUE',
+        'The value does not exist in "FlashBootType" enum.',
+      ],
+    ];
+    for (const [pending, secret, message] of cases) {
+      const res = await pending;
+      expect(res.status, res.text).toBe(400);
+      expect(res.text).not.toContain(secret);
+      expect(res.json.errors[0].message).toBe(message);
+      // Where it is in the document is still said.
+      expect(res.json.errors[0].locations?.length, res.text).toBe(1);
+    }
+  });
+
   it('bounds names, data center ids and credentials as REST does (the engine checks them for both)', async () => {
     const long = (n: number) => 'x'.repeat(n);
     const volume = (name: string, dataCenterId: string) =>

@@ -106,28 +106,49 @@ function paramsOf(request: FastifyRequest): GqlParams {
 const INVALID_VARIABLE = /^(Variable "\$[^"]+" got invalid value) /s;
 
 /**
- * A variable that did not coerce is reported without its value: graphql-js prints the whole value (a registry
- * password, an env secret) into the message, which clients such as runpodctl print as they get it. What is left
- * says which variable and why (`Field "x" is not defined by type "Y".`); the reason comes last, after the value.
+ * A value's own reasons, without the value: the scalars' (`String cannot represent a non string value: 1`), the
+ * enums' (`Value "x" does not exist in "E" enum.`) and the literal check's (`Expected value of type "T", found {…}`).
  */
-function withoutVariableValue(message: string): string {
+function withoutValueInReason(reason: string): string {
+  return reason
+    .replace(/(cannot represent[^:]*): .*$/s, '$1.')
+    .replace(/^Value ".*" does not exist in /s, 'The value does not exist in ')
+    .replace(/^(Expected value of type "[^"]*"), found .*$/s, '$1.');
+}
+
+/**
+ * The token a syntax error names, without its text (`Unexpected Name "x".`, `Expected Name, found String "x".`,
+ * `Invalid character escape sequence: "\q".`): a client that pastes a password into its document unescaped (the
+ * Python SDK writes its mutations that way) would read a piece of it there. The location still says where.
+ */
+function withoutToken(message: string): string {
+  return message
+    .replace(/((?:found|Unexpected) (?:Name|Int|Float|String|BlockString|Comment)) ".*"\.$/s, '$1.')
+    .replace(
+      /^(Syntax Error: (?:Unexpected character|Invalid number, expected digit but got|Invalid character within String|Invalid character escape sequence|Invalid Unicode escape sequence)): .*$/s,
+      '$1.',
+    );
+}
+
+/**
+ * A request error without the values it quotes: graphql-js prints a variable's whole value (a registry password, an
+ * env secret), a literal that does not coerce, or the token a document does not parse at, into the message, which
+ * clients such as runpodctl and the Python SDK print as they get it. What is left says which variable or field and
+ * why (`Field "x" is not defined by type "Y".`); the error's location says where in the document.
+ */
+function withoutValues(message: string): string {
+  if (message.startsWith('Syntax Error: ')) return withoutToken(message);
   const m = INVALID_VARIABLE.exec(message);
-  if (!m) return message;
+  if (!m) return withoutValueInReason(message);
   const cut = message.lastIndexOf('; ');
   // Where in the variable, when graphql-js says (` at "input.password"`): a path, never the value.
   const where = / at "[^"]*"$/.exec(message.slice(0, cut))?.[0] ?? '';
-  const why = message
-    .slice(cut + 2)
-    // The scalars' and enums' own reasons print the value again: `String cannot represent a non string value: 1`,
-    // `Value "x" does not exist in "E" enum.`
-    .replace(/(cannot represent[^:]*): .*$/s, '$1.')
-    .replace(/^Value ".*" does not exist in /s, 'The value does not exist in ');
-  return `${m[1]}${where}; ${why}`;
+  return `${m[1]}${where}; ${withoutValueInReason(message.slice(cut + 2))}`;
 }
 
 function requestErrors(errors: readonly GraphQLError[]) {
   return errors.map((e) => ({
-    message: withoutVariableValue(e.message),
+    message: withoutValues(e.message),
     ...(e.locations ? { locations: e.locations } : {}),
     extensions: { code: 'VALIDATION_FAILED' },
   }));
