@@ -66,6 +66,15 @@ function encodingRefusal(request: FastifyRequest): WharfError | null {
 }
 
 /**
+ * JSON.parse's reason without the excerpt of the text V8 quotes (`Unexpected token 'h', ..."password":hunter2"... is
+ * not valid JSON`): a body that breaks at a registry password, an s3Config secret or an env value would have a piece
+ * of it sent back in the error, which clients print as they get it. The reason and position stay.
+ */
+function withoutExcerpt(reason: string): string {
+  return reason.replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s, '');
+}
+
+/**
  * Bodies are read as text and parsed here, for three reasons: worker result posts carry JSON under a
  * form-urlencoded content type (spec §1.10); the raw text is kept for them; and an empty body with a JSON content
  * type (clients send one on /cancel and /purge-queue) is "no body", not an error. Every body loses a leading UTF-8
@@ -89,7 +98,7 @@ function registerBodyParsers(app: FastifyInstance): void {
     try {
       done(null, JSON.parse(text));
     } catch (error) {
-      done(new WharfError('INVALID_JSON', { reason: (error as Error).message }), undefined);
+      done(new WharfError('INVALID_JSON', { reason: withoutExcerpt((error as Error).message) }), undefined);
     }
   });
   // Fastify's own text/plain parser would take those bodies past the check below.

@@ -188,6 +188,23 @@ describe('headers, limits and error bodies', () => {
     }
   });
 
+  it('a body that is not JSON is refused without an excerpt of it (a password it breaks at)', async () => {
+    const bodies: Array<[string, string, string]> = [
+      ['/v1/containerregistryauth', '{"name":"r","username":"u","password":hunter2SECRET}', 'hunter2'],
+      ['/v1/containerregistryauth', 'TOPSECRETPW', 'TOPSECRET'],
+      [`/v2/${ep}/run`, '{"input":{},"s3Config":{"accessSecret":s3SECRETvalue}}', 's3SECRET'],
+      ['/graphql', '{"query":"{ myself { id } }","variables":{"pw":hunter2SECRET}}', 'hunter2'],
+    ];
+    for (const [path, raw, secret] of bodies) {
+      const res = await t.api('POST', path, undefined, { raw });
+      expect(res.status, res.text).toBe(400);
+      expect(res.text).toContain('INVALID_JSON');
+      expect(res.text, path).not.toContain(secret);
+      // What went wrong is still said.
+      expect(res.text).toMatch(/Unexpected token/);
+    }
+  });
+
   it('shows no stack trace or exception text when a handler fails', async () => {
     const store = t.server.store;
     const counts = store.jobCounts.bind(store);
