@@ -334,6 +334,11 @@ CREATE UNIQUE INDEX secrets_name ON secrets (user_id, name);
     // Shown as unhealthy on every node for as long as the loop lasts; a leader of the version before writes none (0).
     sql: `ALTER TABLE fleet_status ADD COLUMN unhealthy INTEGER NOT NULL DEFAULT 0;`,
   },
+  {
+    version: 13,
+    name: "webhooks: due deliveries by owner, for a claim that skips some owners' backlog without reading it",
+    sql: `CREATE INDEX webhook_deliveries_owner_due ON webhook_deliveries (user_id, next_attempt_at) WHERE state = 'pending';`,
+  },
 ];
 
 export const LATEST = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -29,17 +29,52 @@ export async function enqueueWebhooks(c: Conn, jobs: Iterable<Job>): Promise<voi
 
 type WebhookVerbs = WebhookStore;
 
+/**
+ * The claim that skips owners ($4) at their share of the slots, reading the owner index owner by owner: every owner
+ * with pending deliveries, one index seek each (a loose index scan: the recursive CTE), then at most $2 due
+ * deliveries of each owner not skipped (and of none), the $2 oldest of those claimed. A filter on the due index read a
+ * skipped owner's whole backlog (a hanging receiver's, which only grows) at every claim.
+ */
+const CLAIM_SKIPPING = `
+WITH RECURSIVE owners AS (
+  (SELECT user_id AS u FROM webhook_deliveries WHERE state = 'pending' AND user_id IS NOT NULL ORDER BY user_id LIMIT 1)
+  UNION ALL
+  SELECT (SELECT user_id FROM webhook_deliveries WHERE state = 'pending' AND user_id > o.u ORDER BY user_id LIMIT 1)
+    FROM owners o WHERE o.u IS NOT NULL
+),
+candidates AS (
+  SELECT d.id, d.next_attempt_at FROM owners o
+    CROSS JOIN LATERAL (SELECT id, next_attempt_at FROM webhook_deliveries
+                         WHERE state = 'pending'
+                           AND (user_id, next_attempt_at) >= (o.u, -9223372036854775807::bigint)
+                           AND (user_id, next_attempt_at) <= (o.u, $1::bigint)
+                         ORDER BY user_id, next_attempt_at LIMIT $2) d
+   WHERE o.u IS NOT NULL AND o.u <> ALL($4::text[])
+  UNION ALL
+  (SELECT id, next_attempt_at FROM webhook_deliveries
+    WHERE state = 'pending' AND user_id IS NULL AND next_attempt_at <= $1 ORDER BY next_attempt_at LIMIT $2)
+),
+due AS (
+  SELECT w.id FROM webhook_deliveries w
+   WHERE w.id IN (SELECT id FROM candidates ORDER BY next_attempt_at LIMIT $2)
+     AND w.state = 'pending' AND w.next_attempt_at <= $1
+   ORDER BY w.next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
+)
+UPDATE webhook_deliveries d SET next_attempt_at = $3 FROM due WHERE d.id = due.id RETURNING d.*`;
+
 export function webhookVerbs(db: Db): WebhookVerbs {
   return {
     async claimWebhookDeliveries(now, limit, leaseMs, skipUsers = []) {
       // SKIP LOCKED: two nodes claiming at once split the due deliveries instead of waiting on each other.
-      const rows = await db.query<PgDeliveryRow>(
-        `WITH due AS (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $1
-                        AND (user_id IS NULL OR user_id <> ALL($4::text[]))
-                      ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-         UPDATE webhook_deliveries d SET next_attempt_at = $3 FROM due WHERE d.id = due.id RETURNING d.*`,
-        [now, limit, now + leaseMs, [...skipUsers]],
-      );
+      const rows =
+        skipUsers.length === 0
+          ? await db.query<PgDeliveryRow>(
+              `WITH due AS (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $1
+                            ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+               UPDATE webhook_deliveries d SET next_attempt_at = $3 FROM due WHERE d.id = due.id RETURNING d.*`,
+              [now, limit, now + leaseMs],
+            )
+          : await db.query<PgDeliveryRow>(CLAIM_SKIPPING, [now, limit, now + leaseMs, [...skipUsers]]);
       return rows.sort((a, b) => a.created_at - b.created_at || a.seq - b.seq).map(toDelivery);
     },
 
