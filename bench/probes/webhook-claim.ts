@@ -9,26 +9,23 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { openSqliteStore } from '../../src/store/sqlite/index.ts';
+import { writePendingDeliveries } from '../../test/store/records.ts';
 
 const BACKLOG = Number(process.env['PROBE_BACKLOG'] ?? 400_000);
 const dir = mkdtempSync(join(tmpdir(), 'wharf-webhook-claim-'));
+
+/** The backlog (due first), then five deliveries of the other owner, due after it. */
+function* deliveries(backlogOwner: string, otherOwner: string): Generator<[string, string, number]> {
+  for (let i = 0; i < BACKLOG; i++) yield [`d${i}`, backlogOwner, 1000 + i];
+  for (let i = 0; i < 5; i++) yield [`o${i}`, otherOwner, 500 + i];
+}
 
 async function probe(name: string, backlogOwner: string, otherOwner: string): Promise<void> {
   const path = join(dir, `${name}.db`);
   const store = openSqliteStore({ path });
   await store.migrate();
-  const db = new DatabaseSync(path);
-  const insert = db.prepare(
-    `INSERT INTO webhook_deliveries (id, job_id, endpoint_id, user_id, url, job, state, next_attempt_at, created_at)
-     VALUES (?, ?, 'ep', ?, 'http://127.0.0.1:9/hook', '{}', 'pending', ?, ?)`,
-  );
-  db.exec('BEGIN');
-  for (let i = 0; i < BACKLOG; i++) insert.run(`d${i}`, `j${i}`, backlogOwner, 1000 + i, 1000 + i);
-  for (let i = 0; i < 5; i++) insert.run(`o${i}`, `jo${i}`, otherOwner, 500 + i, 500 + i);
-  db.exec('COMMIT');
-  db.close();
+  writePendingDeliveries(path, deliveries(backlogOwner, otherOwner));
   const times: number[] = [];
   for (let i = 0; i < 5; i++) {
     const started = performance.now();

@@ -5,9 +5,10 @@
  * from the jobs themselves. Run inside storeContract, so every backend gets it.
  */
 import { describe, expect, it } from 'vitest';
-import { ENDPOINT_DEFAULTS, type Endpoint, type JobPolicy } from '../../src/domain/index.ts';
+import type { JobPolicy } from '../../src/domain/index.ts';
 import type { JobCounts, QueueSnapshot, Store } from '../../src/store/index.ts';
 import { newJob, worker } from './contract.ts';
+import { endpoint } from './records.ts';
 
 const T0 = 1_700_000_000_000;
 const A = 'ep0000000000001';
@@ -193,16 +194,7 @@ export function countsContract(get: () => Store): void {
 
     it('deleting an endpoint takes its counts with it; the others keep theirs', async () => {
       const store = get();
-      const e: Endpoint = {
-        ...ENDPOINT_DEFAULTS,
-        dataCenterIds: [],
-        id: B,
-        userId: 'u1',
-        templateId: 't1',
-        version: 1,
-        createdAt: T0,
-      };
-      await store.createEndpoint(e);
+      await store.createEndpoint(endpoint(B));
       for (let i = 0; i < 3; i++) await store.submitJob(newJob(B, { createdAt: T0 + i }));
       await store.submitJob(newJob(A, { createdAt: T0 + 5 }));
       await store.takeJobs(B, 'w1', 1, T0 + 10);

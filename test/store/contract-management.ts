@@ -3,16 +3,9 @@
  * registry auths, secrets, user settings and worker usage. Run inside storeContract, so every backend gets it.
  */
 import { describe, expect, it } from 'vitest';
-import type {
-  Endpoint,
-  NetworkVolume,
-  RegistryAuthRecord,
-  SecretRecord,
-  Template,
-  UsageStart,
-} from '../../src/domain/index.ts';
-import { ENDPOINT_DEFAULTS, TEMPLATE_DEFAULTS } from '../../src/domain/index.ts';
+import type { NetworkVolume, RegistryAuthRecord, SecretRecord, UsageStart } from '../../src/domain/index.ts';
 import { isUniqueViolation, type Store } from '../../src/store/index.ts';
+import { endpoint, template } from './records.ts';
 
 const T0 = 1_700_000_000_000;
 
@@ -105,16 +98,7 @@ export function managementContract(store: () => Store): void {
 
     it('finds the endpoints that use a volume, through either field', async () => {
       const s = store();
-      const e = (id: string, over: Partial<Endpoint>): Endpoint => ({
-        ...ENDPOINT_DEFAULTS,
-        dataCenterIds: [],
-        id,
-        userId: 'u1',
-        templateId: 't1',
-        version: 1,
-        createdAt: T0,
-        ...over,
-      });
+      const e = endpoint;
       await s.createEndpoint(e('ep1', { networkVolumeId: 'vol0000001' }));
       await s.createEndpoint(e('ep2', { networkVolumeIds: ['vol0000009', 'vol0000001'] }));
       await s.createEndpoint(e('ep3', { networkVolumeIds: ['vol0000009'] }));
@@ -133,7 +117,7 @@ export function managementContract(store: () => Store): void {
       expect((await s.listRegistryAuths('u1')).map((r) => r.id)).toEqual(['c000000000000000000000001']);
       await s.updateRegistryAuth(auth({ sealed: 'resealed' }));
       expect((await s.getRegistryAuth('u1', 'c000000000000000000000001'))?.sealed).toBe('resealed');
-      const t: Template = { ...TEMPLATE_DEFAULTS, id: 't1', userId: 'u1', name: 'tpl', imageName: 'x', createdAt: T0 };
+      const t = template({ imageName: 'x' });
       await s.createTemplate({ ...t, containerRegistryAuthId: 'c000000000000000000000001' });
       await s.createTemplate({ ...t, id: 't2', name: 'other' });
       expect(await s.templatesUsingRegistryAuth('u1', 'c000000000000000000000001')).toEqual(['t1']);

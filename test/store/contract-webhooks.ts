@@ -3,9 +3,9 @@
  * The key property: a final transition of a job with a webhook and its delivery row commit together.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ENDPOINT_DEFAULTS, type Endpoint } from '../../src/domain/index.ts';
 import type { Store } from '../../src/store/index.ts';
 import { newJob, worker } from './contract.ts';
+import { endpoint } from './records.ts';
 
 const T0 = 1_700_000_000_000;
 const HOOK = 'http://127.0.0.1:9/hook';
@@ -20,16 +20,7 @@ export function webhookStoreContract(name: string, open: () => Promise<Store>): 
       store = await open();
       await store.migrate();
       await store.createUser({ id: 'u1', name: 'a', isAdmin: false, createdAt: T0 });
-      const e: Endpoint = {
-        ...ENDPOINT_DEFAULTS,
-        dataCenterIds: [],
-        id: ep,
-        userId: 'u1',
-        templateId: 't1',
-        version: 1,
-        createdAt: T0,
-      };
-      await store.createEndpoint(e);
+      await store.createEndpoint(endpoint(ep));
     });
     afterEach(async () => {
       await store.close();
@@ -262,15 +253,7 @@ export function webhookStoreContract(name: string, open: () => Promise<Store>): 
     it("a claim can skip some owners' deliveries: the others' are claimed, oldest first; the skipped stay due", async () => {
       await store.createUser({ id: 'u2', name: 'b', isAdmin: false, createdAt: T0 });
       const ep2 = 'ephooks0000002';
-      await store.createEndpoint({
-        ...ENDPOINT_DEFAULTS,
-        dataCenterIds: [],
-        id: ep2,
-        userId: 'u2',
-        templateId: 't1',
-        version: 1,
-        createdAt: T0,
-      });
+      await store.createEndpoint(endpoint(ep2, { userId: 'u2' }));
       const finish = async (endpointId: string, workerId: string, at: number) => {
         const job = await store.submitJob(newJob(endpointId, { webhook: HOOK, createdAt: T0 }));
         await store.upsertWorker(worker(workerId, endpointId));

@@ -3,14 +3,7 @@
  * (STYLE.md habit 3). A test that applies to one backend lives in that backend's own file and says why.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Endpoint, Template } from '../../src/domain/index.ts';
-import {
-  ENDPOINT_DEFAULTS,
-  LIMITS,
-  MAX_REQUEUES,
-  RETAKE_AFTER_STOP_MS,
-  TEMPLATE_DEFAULTS,
-} from '../../src/domain/index.ts';
+import { LIMITS, MAX_REQUEUES, RETAKE_AFTER_STOP_MS } from '../../src/domain/index.ts';
 import {
   isUniqueViolation,
   type EndpointWrite,
@@ -18,7 +11,7 @@ import {
   type Store,
   type TemplateWrite,
 } from '../../src/store/index.ts';
-import { newJob, T0, worker } from './records.ts';
+import { endpoint, newJob, T0, template, worker } from './records.ts';
 
 import { countsContract } from './contract-counts.ts';
 import { managementContract } from './contract-management.ts';
@@ -795,14 +788,7 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       });
 
       it('keeps templates and endpoints per user and deletes an endpoint with its jobs', async () => {
-        const t: Template = {
-          ...TEMPLATE_DEFAULTS,
-          id: 't1',
-          userId: 'u1',
-          name: 'tpl',
-          imageName: 'file://x',
-          createdAt: T0,
-        };
+        const t = template();
         await store.createTemplate(t);
         // The same name again: a unique violation, which the engine turns into NAME_TAKEN (engine/resource-rules.ts).
         const taken = await store.createTemplate({ ...t, id: 't2' }).catch((e: unknown) => e);
@@ -812,15 +798,7 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(isUniqueViolation(renamed), String(renamed)).toBe(true);
         await store.deleteTemplate('u1', 't2');
         expect(await store.getTemplate('u2', 't1')).toBeNull();
-        const e: Endpoint = {
-          ...ENDPOINT_DEFAULTS,
-          dataCenterIds: [],
-          id: ep,
-          userId: 'u1',
-          templateId: 't1',
-          version: 1,
-          createdAt: T0,
-        };
+        const e = endpoint(ep);
         await store.createEndpoint(e);
         expect(await store.endpointsUsingTemplate('u1', 't1')).toEqual([ep]);
         expect(await store.getEndpoint('u2', ep)).toBeNull();
@@ -849,24 +827,8 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       });
 
       it('writes a template with its endpoints in one transaction: all of it, or none when one write is refused', async () => {
-        const t: Template = {
-          ...TEMPLATE_DEFAULTS,
-          id: 't1',
-          userId: 'u1',
-          name: 'tpl',
-          imageName: 'file://x',
-          createdAt: T0,
-        };
-        const e = (id: string, over: Partial<Endpoint> = {}): Endpoint => ({
-          ...ENDPOINT_DEFAULTS,
-          dataCenterIds: [],
-          id,
-          userId: 'u1',
-          templateId: 't1',
-          version: 1,
-          createdAt: T0,
-          ...over,
-        });
+        const t = template();
+        const e = endpoint;
         const refused = (template: TemplateWrite | null, endpoints: EndpointWrite[]) =>
           store.saveTemplateAndEndpoints(template, endpoints).then(
             () => null,

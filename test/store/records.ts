@@ -1,7 +1,14 @@
-// Records for store tests and probes: a new job and a worker as a store receives them. No test framework here, so
+// Records for store tests and probes: a new job, a worker, an endpoint and a template as a store receives them. No test framework here, so
 // that the benchmark probes can use them too (bench/probes/store-writes.ts).
 import { randomUUID } from 'node:crypto';
-import type { WorkerRecord } from '../../src/domain/index.ts';
+import { DatabaseSync } from 'node:sqlite';
+import {
+  ENDPOINT_DEFAULTS,
+  TEMPLATE_DEFAULTS,
+  type Endpoint,
+  type Template,
+  type WorkerRecord,
+} from '../../src/domain/index.ts';
 import type { NewJob } from '../../src/store/index.ts';
 
 export const T0 = 1_700_000_000_000;
@@ -39,4 +46,42 @@ export function worker(id: string, endpointId: string, over: Partial<WorkerRecor
     retiredAt: null,
     ...over,
   };
+}
+
+/** An endpoint of user u1 on template t1, version 1. */
+export function endpoint(id: string, over: Partial<Endpoint> = {}): Endpoint {
+  return {
+    ...ENDPOINT_DEFAULTS,
+    dataCenterIds: [],
+    id,
+    userId: 'u1',
+    templateId: 't1',
+    version: 1,
+    createdAt: T0,
+    ...over,
+  };
+}
+
+/** Template t1 of user u1, named `tpl`. */
+export function template(over: Partial<Template> = {}): Template {
+  return { ...TEMPLATE_DEFAULTS, id: 't1', userId: 'u1', name: 'tpl', imageName: 'file://x', createdAt: T0, ...over };
+}
+
+/**
+ * Writes pending webhook deliveries into a SQLite store's file past the store, in one transaction (a backlog of any
+ * size in moments): [id, owner (null: none), due at] each, due and created at the same time.
+ */
+export function writePendingDeliveries(path: string, rows: Iterable<readonly [string, string | null, number]>): void {
+  const db = new DatabaseSync(path);
+  try {
+    const insert = db.prepare(
+      `INSERT INTO webhook_deliveries (id, job_id, endpoint_id, user_id, url, job, state, next_attempt_at, created_at)
+       VALUES (?, ?, 'ep', ?, 'http://127.0.0.1:9/hook', '{}', 'pending', ?, ?)`,
+    );
+    db.exec('BEGIN');
+    for (const [id, owner, at] of rows) insert.run(id, `j-${id}`, owner, at, at);
+    db.exec('COMMIT');
+  } finally {
+    db.close();
+  }
 }

@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../src/store/index.ts';
 import { webhookStoreContract } from './contract-webhooks.ts';
+import { writePendingDeliveries } from './records.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'wharf-store-hooks-'));
 let n = 0;
@@ -32,16 +32,8 @@ describe('sqlite webhook claims that skip owners', () => {
       const path = join(dir, `owners-${copies++}.db`);
       const store = openSqliteStore({ path });
       await store.migrate();
-      const db = new DatabaseSync(path);
-      const insert = db.prepare(
-        `INSERT INTO webhook_deliveries (id, job_id, endpoint_id, user_id, url, job, state, next_attempt_at, created_at)
-         VALUES (?, ?, 'ep', ?, 'http://127.0.0.1:9/hook', '{}', 'pending', ?, ?)`,
-      );
-      db.exec('BEGIN');
-      for (let i = 0; i < 2000; i++) insert.run(`busy${i}`, `jb${i}`, 'user_busy', 1000 + i, 1000 + i);
-      for (const [id, owner, at] of others) insert.run(id, `j${id}`, owner, at, at);
-      db.exec('COMMIT');
-      db.close();
+      const backlog = Array.from({ length: 2000 }, (_, i) => [`busy${i}`, 'user_busy', 1000 + i] as const);
+      writePendingDeliveries(path, [...backlog, ...others]);
       try {
         return (await store.claimWebhookDeliveries(8000, limit, 1000, skip)).map((d) => d.id).sort();
       } finally {
