@@ -90,6 +90,36 @@ async function createEndpoint(n: Node): Promise<string> {
   return ep.json.id as string;
 }
 
+/** A CPU endpoint (workersMax 1) whose process workers run test/fixtures/env-worker, made on node `n`. */
+async function envWorkerEndpoint(n: Node, name: string, env: Record<string, string> = {}): Promise<string> {
+  const tpl = await api(n, 'POST', '/v1/templates', {
+    name,
+    imageName: `file://${join(ROOT, 'test/fixtures/env-worker')}`,
+    dockerStartCmd: ['node', 'worker.ts'],
+    env,
+  });
+  expect(tpl.status).toBe(200);
+  const created = await api(n, 'POST', '/v1/endpoints', {
+    name,
+    templateId: tpl.json.id,
+    computeType: 'CPU',
+    workersMax: 1,
+  });
+  expect(created.status).toBe(200);
+  return created.json.id as string;
+}
+
+/** The job's status body once it is COMPLETED, asked of node `n`. */
+const completed = (n: Node, ep: string, jobId: string): Promise<any> =>
+  waitUntil(
+    async () => {
+      const r = await api(n, 'GET', `/v2/${ep}/status/${jobId}`);
+      return r.json?.status === 'COMPLETED' ? r.json : null;
+    },
+    20_000,
+    'the job',
+  );
+
 const worker = (n: Node, ep: string, podId: string): Proc =>
   spawnExampleWorker({
     url: n.url,
@@ -199,21 +229,7 @@ describe.skipIf(unavailable !== null)('multi-node: three wharf serve nodes shari
     const { nodes } = await cluster(['--executor', 'process', '--gpus', 'none']);
     const leader = await waitUntil(async () => (await leaders(nodes))[0] ?? null, 10_000, 'a leader');
     const follower = nodes.find((n) => n !== leader)!;
-    const tpl = await api(follower, 'POST', '/v1/templates', {
-      name: 'needs-secret',
-      imageName: `file://${join(ROOT, 'test/fixtures/env-worker')}`,
-      dockerStartCmd: ['node', 'worker.ts'],
-      env: { HF_TOKEN: '{{ RUNPOD_SECRET_hf_late }}' },
-    });
-    expect(tpl.status).toBe(200);
-    const created = await api(follower, 'POST', '/v1/endpoints', {
-      name: 'needs-secret',
-      templateId: tpl.json.id,
-      computeType: 'CPU',
-      workersMax: 1,
-    });
-    expect(created.status).toBe(200);
-    const ep = created.json.id as string;
+    const ep = await envWorkerEndpoint(follower, 'needs-secret', { HF_TOKEN: '{{ RUNPOD_SECRET_hf_late }}' });
     const job = await api(follower, 'POST', `/v2/${ep}/run`, { input: { names: ['HF_TOKEN'] } });
     expect(job.status).toBe(200);
     // The leader's starts fail, naming the secret; after four the next is 8 s away (1, 2, 4, 8 s).
@@ -235,14 +251,7 @@ describe.skipIf(unavailable !== null)('multi-node: three wharf serve nodes shari
       { input: { name: 'hf_late', value: 'late-value' } },
     );
     expect(secret.json.errors, secret.text).toBeUndefined();
-    const done = await waitUntil(
-      async () => {
-        const r = await api(follower, 'GET', `/v2/${ep}/status/${job.json.id}`);
-        return r.json?.status === 'COMPLETED' ? r.json : null;
-      },
-      20_000,
-      'the job',
-    );
+    const done = await completed(follower, ep, job.json.id);
     expect(done.output).toEqual({ env: { HF_TOKEN: 'late-value' } });
     expect(Date.now() - at).toBeLessThan(4_000);
   }, 90_000);
@@ -254,33 +263,13 @@ describe.skipIf(unavailable !== null)('multi-node: three wharf serve nodes shari
     const leader = await waitUntil(async () => (await leaders(nodes))[0] ?? null, 10_000, 'a leader');
     const follower = nodes.find((n) => n !== leader)!;
     await sleep(1000); // the leader's first pass, at its election, is over: the next is a minute away
-    const tpl = await api(follower, 'POST', '/v1/templates', {
-      name: 'cold',
-      imageName: `file://${join(ROOT, 'test/fixtures/env-worker')}`,
-      dockerStartCmd: ['node', 'worker.ts'],
-    });
-    expect(tpl.status).toBe(200);
-    const created = await api(follower, 'POST', '/v1/endpoints', {
-      name: 'cold',
-      templateId: tpl.json.id,
-      computeType: 'CPU',
-      workersMax: 1,
-    });
-    expect(created.status).toBe(200);
-    const ep = created.json.id as string;
+    const ep = await envWorkerEndpoint(follower, 'cold');
     // The leader's pass for the endpoint's creation (its change reaches the leader at the next pass) is not awaited
     // here: a minute away, it cannot start anything in time, and an endpoint with no jobs starts no worker.
     const at = Date.now();
     const job = await api(follower, 'POST', `/v2/${ep}/run`, { input: { names: [] } });
     expect(job.status).toBe(200);
-    const done = await waitUntil(
-      async () => {
-        const r = await api(follower, 'GET', `/v2/${ep}/status/${job.json.id}`);
-        return r.json?.status === 'COMPLETED' ? r.json : null;
-      },
-      20_000,
-      'the job',
-    );
+    const done = await completed(follower, ep, job.json.id);
     expect(done.output).toEqual({ env: {} });
     // A cold start here takes well under a second; the next pass would have come up to a minute later.
     expect(Date.now() - at).toBeLessThan(15_000);

@@ -41,6 +41,19 @@ async function proxy(): Promise<PgProxy> {
   return p;
 }
 
+/** Two nodes on one schema with their buses bridged: A directly, B through a proxy the test can cut or stall. */
+async function bridgedThroughProxy() {
+  const p = await proxy();
+  const schema = newSchema();
+  const a = store(schema);
+  await a.migrate();
+  const b = store(schema, p.url(schema));
+  const [busA, busB] = [new Bus(), new Bus()];
+  await a.cluster().bridge(busA);
+  await b.cluster().bridge(busB);
+  return { p, busA, busB };
+}
+
 async function until(pred: () => boolean, ms: number, what: string): Promise<number> {
   const start = Date.now();
   while (!pred()) {
@@ -170,14 +183,7 @@ describe.skipIf(unavailable !== null)('postgres specifics', () => {
   });
 
   it('LISTEN/NOTIFY wakes waiters on another node, and again after its connection came back', async () => {
-    const p = await proxy();
-    const schema = newSchema();
-    const a = store(schema);
-    await a.migrate();
-    const b = store(schema, p.url(schema));
-    const [busA, busB] = [new Bus(), new Bus()];
-    await a.cluster().bridge(busA);
-    await b.cluster().bridge(busB);
+    const { p, busA, busB } = await bridgedThroughProxy();
 
     // Armed for 10 s: the wake-up must come well before the wait would end by itself.
     const woken = busB.arm('job:x', 10_000);
@@ -202,14 +208,7 @@ describe.skipIf(unavailable !== null)('postgres specifics', () => {
   it('a LISTEN connection that falls silent without closing (a NAT or a partition dropped it) is noticed and replaced', async () => {
     // No FIN, no RST: the kernel's keepalive would tell after two hours or more. Meanwhile the node would be deaf to
     // every other node's wake-ups: a /runsync here whose job finishes there would answer only when its wait ran out.
-    const p = await proxy();
-    const schema = newSchema();
-    const a = store(schema);
-    await a.migrate();
-    const b = store(schema, p.url(schema));
-    const [busA, busB] = [new Bus(), new Bus()];
-    await a.cluster().bridge(busA);
-    await b.cluster().bridge(busB);
+    const { p, busA, busB } = await bridgedThroughProxy();
     const first = busB.arm('job:x', 10_000);
     busA.publish('job:x');
     expect(await first.promise).toBe(true);
