@@ -47,9 +47,8 @@ export class WebhookDeliverer {
   private again = false;
   private pollTimer: NodeJS.Timeout | undefined;
   private readonly retryTimers = new Set<NodeJS.Timeout>();
-  private readonly inFlight = new Map<string, Promise<void>>();
-  /** Endpoint owner of each delivery in flight (null: unknown), for the fair share (pass). */
-  private readonly inFlightOwner = new Map<string, string | null>();
+  /** Each delivery in flight: its attempt, and its endpoint's owner (null: unknown) for the fair share (pass). */
+  private readonly inFlight = new Map<string, { run: Promise<void>; owner: string | null }>();
   private lastPrune = 0;
   /** Errors are reported here, never thrown into a timer. */
   onError: (error: unknown) => void = () => {};
@@ -96,7 +95,7 @@ export class WebhookDeliverer {
     this.retryTimers.clear();
     this.stopping = (async () => {
       await this.ticking;
-      const settled = Promise.allSettled([...this.inFlight.values()]).then(() => true);
+      const settled = Promise.allSettled(this.runsInFlight()).then(() => true);
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<boolean>((resolve) => {
         timer = setTimeout(() => resolve(false), opts.timeoutMs ?? 5000);
@@ -105,7 +104,7 @@ export class WebhookDeliverer {
       clearTimeout(timer);
       if (!finished) {
         this.abort.abort();
-        await Promise.allSettled([...this.inFlight.values()]);
+        await Promise.allSettled(this.runsInFlight());
       }
     })();
     return this.stopping;
@@ -178,23 +177,25 @@ export class WebhookDeliverer {
   private ownersAtShare(): string[] {
     const share = Math.max(1, Math.floor(this.opts.concurrency / 4));
     const counts = new Map<string, number>();
-    for (const owner of this.inFlightOwner.values()) {
+    for (const { owner } of this.inFlight.values()) {
       if (owner !== null) counts.set(owner, (counts.get(owner) ?? 0) + 1);
     }
     return [...counts].filter(([, n]) => n >= share).map(([owner]) => owner);
   }
 
+  private runsInFlight(): Array<Promise<void>> {
+    return [...this.inFlight.values()].map((f) => f.run);
+  }
+
   private launch(d: WebhookDelivery): void {
-    this.inFlightOwner.set(d.id, d.userId);
     const run = this.attempt(d)
       .catch((error: unknown) => this.onError(error))
       .finally(() => {
         this.inFlight.delete(d.id);
-        this.inFlightOwner.delete(d.id);
         // A slot came free: take the next due delivery, if any.
         this.nudge();
       });
-    this.inFlight.set(d.id, run);
+    this.inFlight.set(d.id, { run, owner: d.userId });
   }
 
   private async attempt(d: WebhookDelivery): Promise<void> {
